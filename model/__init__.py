@@ -1,0 +1,1 @@
+"""Folio's document and engine layer: pure Python, importable without Django or Celery."""

@@ -1,0 +1,61 @@
+"""The engine protocol: one page in, Markdown out.
+
+An engine is constructed once per worker process (it may hold a model) and then called for
+one page at a time, possibly from several threads at once up to ``max_pages_in_flight``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, Protocol, runtime_checkable
+
+TableFormat = Literal["markdown", "html"]
+
+
+@dataclass(frozen=True)
+class PageInput:
+    """One page of a stored document, as the worker hands it to an engine.
+
+    ``data`` is the whole document's bytes: PyMuPDF opens a PDF lazily, so picking one
+    page out of it is cheap, and the engine sees the page's text layer, not just pixels.
+    """
+
+    data: bytes
+    mime_type: str
+    page_number: int  # 1-indexed
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    table_format: TableFormat = "markdown"
+
+
+@dataclass
+class PageResult:
+    markdown: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    render_seconds: float = 0.0
+    engine_seconds: float = 0.0
+    # How the text was obtained ("text-layer", "ocr", "vlm", ...): shown per page.
+    method: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class EngineError(Exception):
+    """A page this engine cannot transcribe, for a reason retrying will not change."""
+
+
+class TransientEngineError(EngineError):
+    """A failure worth retrying (a busy endpoint, a timeout, a lost connection)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    name: ClassVar[str]
+    # Part of the result cache key: bump it when the same input would give other output.
+    version: ClassVar[str]
+    # How many pages this engine wants in flight at once in one worker process.
+    max_pages_in_flight: ClassVar[int]
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult: ...
