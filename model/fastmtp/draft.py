@@ -1,0 +1,69 @@
+"""The FastMTP draft block, in the DeepSeek-V3 multi-token-prediction shape.
+
+    g = Block( eh_proj( [ enorm(embed(t_{p+1})) ; hnorm(h_p) ] ) )      logits = head(norm(g))
+
+``h_p`` is the verifier's last hidden state at position ``p`` and ``t_{p+1}`` the token that
+follows it; the block predicts ``t_{p+2}``. FastMTP applies this one block recursively with the
+same weights: the next step takes ``g`` in place of ``h`` and the drafted token in place of
+``t_{p+1}``. The output head is the verifier's own (shared, never trained here); the
+embedding is the checkpoint's ``mtp_embed_tokens`` when it has one, else the verifier's.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from model.fastmtp.layers import BlockConfig, DecoderLayer, RMSNorm
+
+KV = tuple[Tensor, Tensor]
+
+
+class MTPDraftBlock(nn.Module):
+    def __init__(self, cfg: BlockConfig, vocab_size: int, *, own_embedding: bool = False):
+        super().__init__()
+        self.cfg = cfg
+        self.vocab_size = vocab_size
+        h = cfg.hidden_size
+        self.embed_tokens: nn.Embedding | None = (
+            nn.Embedding(vocab_size, h) if own_embedding else None
+        )
+        self.enorm = RMSNorm(h, cfg.rms_eps)
+        self.hnorm = RMSNorm(h, cfg.rms_eps)
+        self.eh_proj = nn.Linear(2 * h, h, bias=False)
+        self.block = DecoderLayer(cfg)
+        self.norm = RMSNorm(h, cfg.rms_eps)  # DeepSeek-V3's shared_head.norm
+        # Held outside the module tree on purpose: they are the verifier's parameters, so they
+        # must not appear in this block's state_dict nor be handed to its optimiser.
+        self._shared: tuple[nn.Module, nn.Module] | None = None
+
+    def share(self, embedding: nn.Module, head: nn.Module) -> MTPDraftBlock:
+        """Borrow the verifier's input embedding (unless this block has its own) and output head."""
+        self._shared = (embedding, head)
+        return self
+
+    def _parts(self) -> tuple[nn.Module, nn.Module]:
+        if self._shared is None:
+            raise RuntimeError("call share(embedding, head) with the verifier's modules first")
+        embedding, head = self._shared
+        return (self.embed_tokens if self.embed_tokens is not None else embedding), head
+
+    def step(
+        self,
+        hidden: Tensor,
+        tokens: Tensor,
+        positions: Tensor,
+        mask: Tensor,
+        past: KV | None = None,
+    ) -> tuple[Tensor, KV]:
+        """One application over (B, Q) pairs; returns the block's output and its keys/values."""
+        embedding, _ = self._parts()
+        e = self.enorm(embedding(tokens).to(hidden.dtype))
+        x = self.eh_proj(torch.cat([e, self.hnorm(hidden)], dim=-1))
+        return self.block(x, positions, mask, past)
+
+    def logits(self, g: Tensor) -> Tensor:
+        _, head = self._parts()
+        return head(self.norm(g))
+
+
