@@ -123,7 +123,11 @@ class _DraftState:
 
     def select(self, keep: Tensor) -> None:
         self.hidden, self.tokens = self.hidden[keep], self.tokens[keep]
-        self.positions, self.valid, self.last = self.positions[keep], self.valid[keep], self.last[keep]
+        self.positions, self.valid, self.last = (
+            self.positions[keep],
+            self.valid[keep],
+            self.last[keep],
+        )
         if self.cache is not None and self.cache_valid is not None:
             self.cache = select_rows(self.cache, keep)
             self.cache_valid = self.cache_valid[keep]

@@ -65,5 +65,3 @@ class MTPDraftBlock(nn.Module):
     def logits(self, g: Tensor) -> Tensor:
         _, head = self._parts()
         return head(self.norm(g))
-
-

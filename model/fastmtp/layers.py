@@ -43,9 +43,13 @@ class RMSNorm(nn.Module):
         return self.weight * h.to(dtype)
 
 
-def rotary(positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+def rotary(
+    positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
     """cos/sin of shape (B, 1, Q, head_dim) for integer positions (B, Q)."""
-    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=positions.device).double() / head_dim))
+    inv = 1.0 / (
+        theta ** (torch.arange(0, head_dim, 2, device=positions.device).double() / head_dim)
+    )
     angles = positions.double()[..., None] * inv
     emb = torch.cat([angles, angles], dim=-1)[:, None]
     return emb.cos().to(dtype), emb.sin().to(dtype)

@@ -72,6 +72,3 @@ class TinyCausalLM(nn.Module):
             hidden_states=tuple(hidden) if output_hidden_states else None,
             past_key_values=tuple(new_cache) if use_cache else None,
         )
-
-
-
