@@ -1,0 +1,44 @@
+"""The Celery application, configured from Django's settings.
+
+Importing this module is cheap (no engine, no Django setup): the webapp imports it to send
+messages by task name. Workers get Django set up by Celery's Django fixup at start.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+
+from django.conf import settings  # noqa: E402  (needs DJANGO_SETTINGS_MODULE)
+
+MAINTENANCE_QUEUE = "folio"
+
+app = Celery("folio")
+app.conf.update(
+    broker_url=settings.FOLIO_BROKER_URL,
+    broker_connection_retry_on_startup=True,
+    # Redis hands an unacknowledged message out again after this long: it must outlast the
+    # longest page, or a slow page would run twice.
+    broker_transport_options={"visibility_timeout": settings.FOLIO_BROKER_VISIBILITY_TIMEOUT},
+    task_serializer="json",
+    accept_content=["json"],
+    result_serializer="json",
+    # The database holds every state; a result backend would only be a second, weaker copy.
+    task_ignore_result=True,
+    task_default_queue=MAINTENANCE_QUEUE,
+    # A page message is acknowledged only after its page is saved, and one worker process
+    # reserves one message at a time, so a crash loses nothing and starves no one.
+    task_acks_late=True,
+    worker_prefetch_multiplier=1,
+    worker_cancel_long_running_tasks_on_connection_loss=True,
+    task_soft_time_limit=settings.FOLIO_PAGE_SOFT_TIME_LIMIT,
+    task_time_limit=settings.FOLIO_PAGE_TIME_LIMIT,
+    worker_hijack_root_logger=False,
+    beat_schedule={
+        "reap-pages": {"task": "folio.reap_pages", "schedule": 60.0},
+    },
+    imports=["ocr_worker.tasks"],
+)

@@ -1,0 +1,83 @@
+"""Celery tasks: fetch by id, call a service, nothing more."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+
+from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
+from ocr_worker.celery_app import app
+from ocr_worker.documents import document_bytes
+from webapp.jobs import services
+
+logger = logging.getLogger(__name__)
+
+RETRY_BACKOFF_MAX_SECONDS = 120
+
+
+@app.task(
+    name="folio.transcribe_page",
+    bind=True,
+    # Safe to redeliver when a worker dies mid-page: the claim makes a second run a no-op
+    # once the page is saved, and a rerun of an unsaved page replaces nothing.
+    acks_late=True,
+    reject_on_worker_lost=True,
+)
+def transcribe_page(self, page_id: int) -> str:
+    claim = services.page_claim(page_id=page_id, task_id=self.request.id, worker=_worker_id())
+    if claim is None:
+        return "skipped"
+    try:
+        result = load_engine(claim.engine).transcribe(
+            PageInput(
+                data=document_bytes(claim.document_name),
+                mime_type=claim.mime_type,
+                page_number=claim.number,
+            ),
+            EngineOptions(**claim.options),
+        )
+    except TransientEngineError as exc:
+        if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
+            services.page_fail(
+                claim=claim, error=f"{exc} (gave up after {claim.attempts} attempts)"
+            )
+            return "failed"
+        services.page_retry_later(claim=claim, error=str(exc))
+        countdown = get_exponential_backoff_interval(
+            factor=2, retries=claim.attempts, maximum=RETRY_BACKOFF_MAX_SECONDS, full_jitter=True
+        )
+        raise self.retry(countdown=countdown, max_retries=None) from exc
+    except EngineError as exc:
+        services.page_fail(claim=claim, error=str(exc))
+        return "failed"
+    except SoftTimeLimitExceeded:
+        services.page_fail(
+            claim=claim,
+            error=f"the page took longer than {settings.FOLIO_PAGE_SOFT_TIME_LIMIT} s, the limit",
+        )
+        return "failed"
+    except Exception:
+        logger.exception("page %s: unexpected engine failure", page_id)
+        services.page_fail(claim=claim, error="the engine failed on this page (an internal error)")
+        return "failed"
+    services.page_complete(claim=claim, result=result)
+    return "done"
+
+
+@app.task(name="folio.reap_pages", acks_late=True)
+def reap_pages() -> int:
+    return services.pages_reap(
+        stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
+        unsent_after=timedelta(minutes=1),
+    )
+
+
+def _worker_id() -> str:
+    # The pid of the process doing the work (a prefork child), not of the parent.
+    return f"{socket.gethostname()}:{os.getpid()}"

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from rest_framework.test import APIClient
+
+from tests.workers import WorkerProcess, purge_queues
+
+if not os.environ.get("FOLIO_BROKER_URL"):
+    pytest.exit(
+        "Run the tests with `make test` (or `python -m tests.stack`): it points them at "
+        "PostgreSQL and Redis, or at embedded stand-ins when those are not running.",
+        returncode=4,
+    )
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    def make(username: str = "alice"):
+        return django_user_model.objects.create_user(username=username, password="not-used-here")
+
+    return make
+
+
+def client_for(user) -> APIClient:
+    from webapp.accounts.services import api_key_create
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(user=user).secret}")
+    return client
+
+
+@pytest.fixture
+def api(make_user) -> APIClient:
+    """An API client with a fresh user's key."""
+    client = client_for(make_user("alice"))
+    return client
+
+
+@pytest.fixture(scope="session")
+def worker(django_db_setup, django_db_blocker):
+    """Two real worker processes consuming the local engine's queue, for the whole run."""
+    purge_queues("ocr.local", "folio")
+    with WorkerProcess(concurrency=2) as process:
+        yield process
+
+
+def wait_for_job(client: APIClient, job_id: str, *, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = client.get(f"/v1/jobs/{job_id}").json()
+        if body["status"] not in ("queued", "running"):
+            return body
+        time.sleep(0.2)
+    raise TimeoutError(f"job {job_id} still {body['status']} after {timeout} s: {body['progress']}")

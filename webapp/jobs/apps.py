@@ -1,0 +1,9 @@
+from django.apps import AppConfig
+
+
+class JobsConfig(AppConfig):
+    name = "webapp.jobs"
+    label = "jobs"
+
+    def ready(self) -> None:
+        from webapp.jobs import checks  # noqa: F401  (registers the system checks)

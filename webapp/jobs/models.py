@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Document(models.Model):
+    """An uploaded file, stored once per content (the storage name is its SHA-256), owned by
+    one user. Two users uploading the same bytes get two rows over one stored file."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="documents"
+    )
+    file = models.FileField(max_length=300)
+    sha256 = models.CharField(max_length=64, db_index=True)
+    mime_type = models.CharField(max_length=100)
+    page_count = models.PositiveIntegerField()
+    original_name = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "sha256"], name="one_document_per_owner_and_content"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.original_name} ({self.page_count} pages)"
+
+
+class Job(models.Model):
+    """One request to transcribe some pages of a document with one engine.
+
+    Status transitions (each by a conditional UPDATE, so racing workers cannot both win):
+
+    - ``queued → running``: the first page is claimed by a worker.
+    - ``queued|running → succeeded``: the last page finished and none failed.
+    - ``queued|running → partially_failed``: the last page finished, some (not all) failed.
+    - ``queued|running → failed``: the last page finished and every page failed.
+    - ``queued|running → cancelled``: a cancel request (pages already done are kept).
+
+    ``succeeded``, ``partially_failed``, ``failed`` and ``cancelled`` are final.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        PARTIALLY_FAILED = "partially_failed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    ACTIVE = (Status.QUEUED, Status.RUNNING)
+    FINAL = (Status.SUCCEEDED, Status.PARTIALLY_FAILED, Status.FAILED, Status.CANCELLED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs"
+    )
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="jobs")
+    engine = models.CharField(max_length=50)
+    page_selection = models.CharField(max_length=200, blank=True, help_text="as the client sent it")
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    pages_total = models.PositiveIntegerField()
+    pages_done = models.PositiveIntegerField(default=0)
+    pages_failed = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    engine_seconds = models.FloatField(default=0.0, help_text="sum over pages")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"job {self.id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+
+class Page(models.Model):
+    """One page of a job: the unit of work of the queue.
+
+    Status transitions:
+
+    - ``queued → running``: claimed by the worker holding the page's current ``task_id``;
+      ``running → running`` again when that message is redelivered after a worker died.
+    - ``running → queued``: a transient error; the page is retried after a back-off.
+    - ``running → succeeded|failed``: only by the claim that is still current (``attempts``
+      matches), so a page lands in the result exactly once.
+    - ``queued|running → cancelled``: its job was cancelled before it finished.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    CLAIMABLE = (Status.QUEUED, Status.RUNNING)
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="pages")
+    number = models.PositiveIntegerField(help_text="1-indexed page number in the document")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED)
+    # The Celery task id of the message that may work on this page; any other message is stale.
+    task_id = models.UUIDField(default=uuid.uuid4)
+    attempts = models.PositiveIntegerField(default=0)
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="hostname:pid of the last claim"
+    )
+    markdown = models.TextField(blank=True)
+    method = models.CharField(max_length=30, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    render_seconds = models.FloatField(null=True, blank=True)
+    engine_seconds = models.FloatField(null=True, blank=True)
+    queue_wait_seconds = models.FloatField(null=True, blank=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
+    # Set once the broker took the page's message; empty means the reaper must send it.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["job", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="one_row_per_job_page")
+        ]
+        indexes = [models.Index(fields=["status", "started_at"])]
+
+    def __str__(self) -> str:
+        return f"page {self.number} of {self.job_id} ({self.status})"

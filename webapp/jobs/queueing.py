@@ -1,0 +1,44 @@
+"""How the webapp hands work to the workers: by task name and queue, never by importing
+the worker's code (so the web process loads no engine)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from kombu.exceptions import OperationalError as BrokerError
+
+from ocr_worker.celery_app import app
+
+logger = logging.getLogger(__name__)
+
+TRANSCRIBE_PAGE = "folio.transcribe_page"
+
+
+def engine_queue(engine: str) -> str:
+    """Each engine has a queue of its own, so a GPU worker takes only pages for its model."""
+    return f"ocr.{engine}"
+
+
+def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, str]]) -> bool:
+    """Send one message per ``(page_id, task_id)``.
+
+    Called after the commit that created the pages. If the broker is unreachable this logs
+    and answers ``False``: the pages stay queued in the database for the reaper to send, so
+    an accepted submission is never lost and its client never sees an error for saved work.
+    """
+    queue = engine_queue(engine)
+    try:
+        with app.producer_or_acquire() as producer:
+            for page_id, task_id in pages:
+                app.send_task(
+                    TRANSCRIBE_PAGE,
+                    args=[page_id],
+                    task_id=str(task_id),
+                    queue=queue,
+                    producer=producer,
+                )
+    except BrokerError:
+        logger.exception("broker unreachable; the reaper will enqueue these pages later")
+        return False
+    return True

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+from rest_framework.reverse import reverse
+
+from webapp.jobs.models import Job, Page
+
+
+class JobCreateSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="PDF, PNG, JPEG, TIFF (multi-page too) or WebP")
+    pages = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="e.g. `1-3,7`; all pages if empty",
+    )
+    engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    table_format = serializers.ChoiceField(choices=["markdown", "html"], required=False)
+
+
+class PageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Page
+        fields = [
+            "number",
+            "status",
+            "attempts",
+            "method",
+            "input_tokens",
+            "output_tokens",
+            "render_seconds",
+            "engine_seconds",
+            "queue_wait_seconds",
+            "started_at",
+            "finished_at",
+            "error",
+        ]
+
+
+class PageResultSerializer(PageSerializer):
+    class Meta(PageSerializer.Meta):
+        fields = [*PageSerializer.Meta.fields, "markdown"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    document = serializers.SerializerMethodField()
+    progress = serializers.SerializerMethodField()
+    usage = serializers.SerializerMethodField()
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "status",
+            "engine",
+            "page_selection",
+            "options",
+            "document",
+            "progress",
+            "usage",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "error",
+            "links",
+        ]
+
+    def get_document(self, job: Job) -> dict:
+        document = job.document
+        return {
+            "id": str(document.id),
+            "name": document.original_name,
+            "mime_type": document.mime_type,
+            "page_count": document.page_count,
+            "size": document.size,
+            "sha256": document.sha256,
+        }
+
+    def get_progress(self, job: Job) -> dict:
+        return {"total": job.pages_total, "done": job.pages_done, "failed": job.pages_failed}
+
+    def get_usage(self, job: Job) -> dict:
+        return {
+            "input_tokens": job.input_tokens,
+            "output_tokens": job.output_tokens,
+            "tokens": job.input_tokens + job.output_tokens,
+            "engine_seconds": round(job.engine_seconds, 3),
+        }
+
+    def get_links(self, job: Job) -> dict:
+        request = self.context.get("request")
+        return {
+            "self": reverse("job-detail", args=[job.id], request=request),
+            "result": reverse("job-result", args=[job.id], request=request),
+        }
+
+
+class JobDetailSerializer(JobSerializer):
+    pages = serializers.SerializerMethodField()
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "pages"]
+
+    def get_pages(self, job: Job) -> list[dict]:
+        return PageSerializer(job.pages.order_by("number"), many=True).data

@@ -1,0 +1,165 @@
+"""Django settings for Folio, read from the environment (see README "Configuration").
+
+Defaults are the embedded ones: SQLite under ``var/``, files under ``var/media``, a Redis
+broker on localhost (``make run`` starts an embedded one and points FOLIO_BROKER_URL at it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+
+from webapp.env import env_bool, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("FOLIO_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("FOLIO_DEBUG", False)
+# An embedded install is single-machine; a real deployment sets its own secret.
+SECRET_KEY = env_str("FOLIO_SECRET_KEY") or "folio-embedded-insecure-secret-key-change-me"
+ALLOWED_HOSTS = env_list("FOLIO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("FOLIO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "webapp.core",
+    "webapp.accounts",
+    "webapp.jobs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "webapp.urls"
+WSGI_APPLICATION = "webapp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if not DATABASE_URL:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL or f"sqlite:///{VAR_DIR / 'folio.sqlite3'}",
+        conn_max_age=env_int("FOLIO_DB_CONN_MAX_AGE", 60, minimum=0),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web process and the workers write at once: wait for the lock instead of failing,
+    # take it at BEGIN (no upgrade deadlocks), and let readers run beside a writer (WAL).
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- files ----------------------------------------------------------------------------------
+MEDIA_ROOT = Path(env_str("FOLIO_MEDIA_ROOT", str(VAR_DIR / "media")))
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+S3_BUCKET = env_str("FOLIO_S3_BUCKET")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+if S3_BUCKET:
+    STORAGES["default"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": S3_BUCKET,
+            "endpoint_url": env_str("FOLIO_S3_ENDPOINT_URL") or None,
+            "region_name": env_str("FOLIO_S3_REGION") or None,
+            "access_key": env_str("FOLIO_S3_ACCESS_KEY") or None,
+            "secret_key": env_str("FOLIO_S3_SECRET_KEY") or None,
+            "file_overwrite": False,
+            "default_acl": None,
+        },
+    }
+
+# Uploads above this size are refused before anything is stored.
+FOLIO_MAX_UPLOAD_BYTES = env_int("FOLIO_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
+FOLIO_MAX_PAGES = env_int("FOLIO_MAX_PAGES", 2000, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+# --- queue ----------------------------------------------------------------------------------
+FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
+FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
+# Seconds one page may take before the worker gives up on it (soft) and kills it (hard).
+FOLIO_PAGE_SOFT_TIME_LIMIT = env_int("FOLIO_PAGE_SOFT_TIME_LIMIT", 300, minimum=1)
+FOLIO_PAGE_TIME_LIMIT = env_int("FOLIO_PAGE_TIME_LIMIT", FOLIO_PAGE_SOFT_TIME_LIMIT + 30, minimum=1)
+# A page whose worker died this many times is failed instead of handed to yet another worker.
+FOLIO_PAGE_MAX_ATTEMPTS = env_int("FOLIO_PAGE_MAX_ATTEMPTS", 3, minimum=1)
+# An unacknowledged message is handed out again after this long: longer than the longest page.
+FOLIO_BROKER_VISIBILITY_TIMEOUT = env_int(
+    "FOLIO_BROKER_VISIBILITY_TIMEOUT", FOLIO_PAGE_TIME_LIMIT + 300, minimum=1
+)
+
+# --- API ------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "webapp.accounts.authentication.ApiKeyAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Folio API",
+    "DESCRIPTION": "Document OCR: PDFs and page images in, Markdown out.",
+    "VERSION": "1",
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("FOLIO_LOG_LEVEL", "INFO")},
+}
