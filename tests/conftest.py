@@ -39,9 +39,10 @@ def api(make_user) -> APIClient:
     return client
 
 
-@pytest.fixture(scope="session")
-def worker(django_db_setup, django_db_blocker):
-    """Two real worker processes consuming the local engine's queue, for the whole run."""
+@pytest.fixture(scope="module")
+def worker(django_db_setup):
+    """Two real worker processes consuming the local engine's queue, for one test module
+    (modules that kill workers start their own)."""
     purge_queues("ocr.local", "folio")
     with WorkerProcess(concurrency=2) as process:
         yield process

@@ -67,7 +67,14 @@ class WorkerProcess:
         return psutil.Process(self.process.pid).children(recursive=True)
 
     def kill_process(self, pid: int) -> None:
+        """SIGKILL one process of this worker (a prefork child doing a page)."""
+        assert pid in {child.pid for child in self.children()}, f"{pid} is not one of ours"
         os.kill(pid, signal.SIGKILL)
+
+    def kill_group(self) -> None:
+        """SIGKILL the parent and every child at once, as a lost machine would."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
 
     def stop(self, *, timeout: float = 20) -> None:
         if self.process is None or self.process.poll() is not None:
