@@ -216,7 +216,8 @@ def speculative_decode(
             return outputs.tokens
         drafts = _draft(block, draft, k)
         positions = next_pos[:, None] + offsets
-        valid = torch.cat([valid, torch.ones_like(valid[:, : k + 1])], dim=1)
+        fresh = torch.ones((len(rows), k + 1), dtype=torch.bool, device=device)
+        valid = torch.cat([valid, fresh], dim=1)
         step = verifier(torch.cat([last[:, None], drafts], dim=1), positions, valid, cache)
         greedy = step.logits.argmax(-1)  # (B, K+1): the verifier's choice after each prefix
         accepted = (drafts == greedy[:, :k]).long().cumprod(dim=1).sum(dim=1)

@@ -1,0 +1,277 @@
+"""FastMTP decoding is lossless: the same token ids as plain greedy decoding, every time.
+
+CPU-only, deterministic (hypothesis derandomized, models built from drawn seeds), float64 so
+that a verifier pass over K+1 positions and one over a single position never round to
+different argmaxes on a near tie: what is tested is the algorithm, not float luck.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from model.fastmtp import (  # noqa: E402
+    BlockConfig,
+    CausalLMAdapter,
+    MTPDraftBlock,
+    SpecCounters,
+    greedy_decode,
+    speculative_decode,
+)
+from model.fastmtp.cache import realign  # noqa: E402
+from model.fastmtp.loader import (  # noqa: E402
+    DraftLoadError,
+    load_draft_state,
+    read_draft_tensors,
+    rename_layer_prefix,
+)
+from model.fastmtp.tiny import TinyCausalLM  # noqa: E402
+
+PROPERTY = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _config(seed: int) -> BlockConfig:
+    heads = [(2, 1), (2, 2), (4, 2)][seed % 3]
+    return BlockConfig(
+        hidden_size=16, num_heads=heads[0], num_kv_heads=heads[1], intermediate_size=24
+    )
+
+
+def _models(seed: int, vocab: int, layers: int) -> tuple[CausalLMAdapter, MTPDraftBlock]:
+    torch.manual_seed(seed)
+    cfg = _config(seed)
+    verifier = TinyCausalLM(cfg, vocab, layers).double().eval()
+    adapter = CausalLMAdapter(verifier)
+    block = MTPDraftBlock(cfg, vocab, own_embedding=bool(seed % 2)).double().eval()
+    return adapter, block.share(adapter.embedding, adapter.head)
+
+
+@torch.inference_mode()
+def _reference(model, prompt: list[int], max_new: int, eos: int | None) -> list[int]:
+    """Greedy decoding the slowest, plainest way: the whole sequence again for every token."""
+    ids, out = list(prompt), []
+    for _ in range(max_new):
+        token = int(model(input_ids=torch.tensor([ids])).logits[0, -1].argmax())
+        out.append(token)
+        ids.append(token)
+        if token == eos:
+            break
+    return out
+
+
+cases = st.fixed_dictionaries(
+    {
+        "seed": st.integers(0, 10_000),
+        "vocab": st.integers(2, 9),  # small vocabularies make random drafts right often
+        "layers": st.integers(1, 2),
+        "k": st.integers(1, 4),
+        "prompts": st.lists(
+            st.lists(st.integers(0, 1), min_size=1, max_size=7), min_size=1, max_size=4
+        ),
+        "max_new": st.integers(1, 14),
+        "eos": st.one_of(st.none(), st.integers(0, 8)),
+    }
+)
+
+
+@PROPERTY
+@given(case=cases)
+def test_speculative_decoding_equals_plain_greedy_decoding_token_for_token(case):
+    adapter, block = _models(case["seed"], case["vocab"], case["layers"])
+    # Token ids drawn as 0/1 are spread over the vocabulary by the seed, prompt by prompt.
+    prompts = [
+        [(t + case["seed"] + i) % case["vocab"] for i, t in enumerate(p)] for p in case["prompts"]
+    ]
+    eos = case["eos"] if case["eos"] is None or case["eos"] < case["vocab"] else None
+    expected = [_reference(adapter.model, p, case["max_new"], eos) for p in prompts]
+    counters = SpecCounters(case["k"])
+
+    got = speculative_decode(
+        adapter,
+        block,
+        prompts,
+        k=case["k"],
+        max_new_tokens=case["max_new"],
+        eos_token_id=eos,
+        counters=counters,
+    )
+
+    assert got == expected
+    assert (
+        greedy_decode(adapter, prompts, max_new_tokens=case["max_new"], eos_token_id=eos)
+        == expected
+    )
+    rates = counters.acceptance_rates
+    assert all(a >= b for a, b in zip(rates, rates[1:], strict=False))
+    assert 1.0 <= counters.tokens_per_step <= case["k"] + 1 or counters.drafts == 0
+
+
+def test_the_property_cases_exercise_partial_and_full_acceptance_in_one_batch():
+    for seed in range(40):
+        adapter, block = _models(seed, vocab=3, layers=1)
+        counters = SpecCounters(3)
+        prompts = [[0, 1, 2], [2], [1, 1, 0, 2, 2]]
+        got = speculative_decode(adapter, block, prompts, k=3, max_new_tokens=12, counters=counters)
+        assert got == [_reference(adapter.model, p, 12, None) for p in prompts]
+        if (
+            counters.accepted_per_position[-1]
+            and counters.accepted_per_position[0] < counters.drafts
+        ):
+            break
+    else:
+        pytest.fail("no seed gave a mix of full and partial acceptance")
+
+
+def test_a_draft_that_always_agrees_commits_k_plus_one_tokens_per_pass():
+    adapter, block = _models(7, vocab=5, layers=2)
+    # A zero head makes every logit equal, so the verifier and the draft both pick token 0.
+    with torch.no_grad():
+        adapter.head.weight.zero_()
+    counters = SpecCounters(3)
+
+    got = speculative_decode(
+        adapter, block, [[1, 2], [3]], k=3, max_new_tokens=9, counters=counters
+    )
+
+    assert got == [[0] * 9, [0] * 9]
+    assert counters.acceptance_rates == [1.0, 1.0, 1.0]
+    assert counters.tokens_per_step == 4.0
+    assert counters.verifier_passes == 2  # 1 token from the prefill, then 4 + 4
+
+
+def test_it_stops_each_sequence_at_its_own_eos_and_budget():
+    adapter, block = _models(3, vocab=4, layers=1)
+    prompts = [[1], [2, 3], [0, 0, 1]]
+    expected = [_reference(adapter.model, p, 20, 3) for p in prompts]
+
+    got = speculative_decode(adapter, block, prompts, k=4, max_new_tokens=20, eos_token_id=3)
+
+    assert got == expected
+    assert all(len(g) <= 20 and (3 not in g[:-1]) for g in got)
+
+
+def test_realign_drops_rejected_slots_and_keeps_time_order():
+    valid = torch.tensor([[0, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [0, 0, 1, 0, 1, 1]], dtype=bool)
+    how, new = realign(valid)
+    assert not isinstance(how, slice)
+    picked = torch.arange(6).expand(3, 6).gather(1, how)
+    kept = [[s for s in picked[r].tolist() if valid[r, s]] for r in range(3)]
+    assert kept == [[1, 2, 3], [0, 1, 2, 3, 4], [2, 4, 5]]
+    assert new.tolist() == [
+        [False, False, True, True, True],
+        [True] * 5,
+        [False, False, True, True, True],
+    ]
+    assert all(valid[r, picked[r][new[r]]].all() for r in range(3))
+
+
+def test_realign_is_a_plain_crop_when_every_row_rejects_the_same():
+    valid = torch.tensor([[0, 1, 1, 0, 0], [1, 1, 1, 0, 0]], dtype=bool)
+    how, new = realign(valid)
+    assert how == slice(0, 3)
+    assert new.tolist() == [[False, True, True], [True, True, True]]
+
+
+def _jina_names(block: MTPDraftBlock) -> dict:
+    tensors = {}
+    for name, t in block.state_dict().items():
+        if name.startswith("embed_tokens."):
+            tensors["mtp_embed_tokens." + name.removeprefix("embed_tokens.")] = t.clone()
+        elif name.startswith("block."):
+            tensors["mtp_module." + name.removeprefix("block.")] = t.clone()
+        elif name == "norm.weight":
+            tensors["mtp_module.shared_head.norm.weight"] = t.clone()
+        else:
+            tensors["mtp_module." + name] = t.clone()
+    tensors["mtp_module.shared_head.head.weight"] = torch.zeros(5, 16)
+    return tensors
+
+
+def test_the_loader_maps_jina_draft_tensors_onto_the_block(tmp_path):
+    safetensors = pytest.importorskip("safetensors.torch")
+    torch.manual_seed(0)
+    cfg = _config(0)
+    source = MTPDraftBlock(cfg, 5, own_embedding=True)
+    path = tmp_path / "model-00001-of-00001.safetensors"
+    safetensors.save_file({**_jina_names(source), "model.norm.weight": torch.ones(16)}, str(path))
+
+    tensors = read_draft_tensors(tmp_path)
+    target = MTPDraftBlock(cfg, 5, own_embedding=True)
+    report = load_draft_state(target, tensors)
+
+    assert "model.norm.weight" not in tensors
+    assert report.shared_skipped == ["mtp_module.shared_head.head.weight"]
+    for name, t in source.state_dict().items():
+        assert torch.equal(target.state_dict()[name], t), name
+
+
+def test_the_loader_takes_the_deepseek_v3_layer_layout():
+    cfg = _config(0)
+    source = MTPDraftBlock(cfg, 5, own_embedding=True)
+    deepseek = {
+        k.replace("mtp_module.", "model.layers.61.").replace(
+            "mtp_embed_tokens.", "model.layers.61.embed_tokens."
+        ): v
+        for k, v in _jina_names(source).items()
+    }
+    target = MTPDraftBlock(cfg, 5, own_embedding=True)
+    load_draft_state(target, rename_layer_prefix(deepseek, 61))
+    assert torch.equal(target.eh_proj.weight, source.eh_proj.weight)
+
+
+def test_the_loader_refuses_tensors_it_cannot_place_and_gaps_it_cannot_fill():
+    cfg = _config(0)
+    tensors = _jina_names(MTPDraftBlock(cfg, 5, own_embedding=True))
+    with pytest.raises(DraftLoadError, match="experts"):
+        load_draft_state(
+            MTPDraftBlock(cfg, 5, own_embedding=True),
+            {**tensors, "mtp_module.mlp.experts.0.up_proj.weight": torch.zeros(1)},
+        )
+    del tensors["mtp_module.eh_proj.weight"]
+    with pytest.raises(DraftLoadError, match="eh_proj"):
+        load_draft_state(MTPDraftBlock(cfg, 5, own_embedding=True), tensors)
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    seed=st.integers(0, 1000),
+    k=st.integers(1, 4),
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+)
+def test_it_is_lossless_over_a_transformers_llama_too(seed, k, lengths):
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(
+        vocab_size=6,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=64,
+    )
+    llama = transformers.LlamaForCausalLM(config).double().eval()
+    adapter = CausalLMAdapter(llama)
+    block = MTPDraftBlock(_config(0), 6).double().eval().share(adapter.embedding, adapter.head)
+    prompts = [[(seed + 3 * i + j) % 6 for j in range(n)] for i, n in enumerate(lengths)]
+
+    got = speculative_decode(adapter, block, prompts, k=k, max_new_tokens=10)
+
+    assert got == [_reference(llama, p, 10, None) for p in prompts]
+
+
+def test_importing_model_does_not_import_torch():
+    code = "import sys, model; assert 'torch' not in sys.modules, 'model imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
