@@ -1,0 +1,226 @@
+"""What an uploaded document is, proved from its bytes: type, page count, readability.
+
+Nothing here trusts a file name or a declared content type; the type is sniffed from the
+content and the document is opened far enough to count its pages and load one.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image, UnidentifiedImageError
+
+logger = logging.getLogger(__name__)
+
+# 100 megapixels: an A0 poster at 300 dpi is about 140 MP, a phone photo 12-50 MP. Anything
+# bigger is far more likely a decompression bomb than a page, and would not OCR better anyway.
+MAX_IMAGE_PIXELS = 100_000_000
+# A multi-frame image past this is not a scanned bundle but an attack on our memory and time.
+MAX_IMAGE_FRAMES = 2000
+
+PDF = "application/pdf"
+IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "WEBP": "image/webp"}
+ACCEPTED_TYPES = "PDF, PNG, JPEG, TIFF (also multi-page) and WebP"
+
+# PDF readers accept a header anywhere in the first 1024 bytes (junk before it is common).
+_PDF_HEADER_WINDOW = 1024
+
+
+class DocumentError(ValueError):
+    """A document we will not process; ``code`` is stable, the message is for a person."""
+
+    code = "invalid"
+
+
+class EmptyDocument(DocumentError):
+    code = "empty"
+
+
+class UnsupportedDocument(DocumentError):
+    code = "unsupported"
+
+
+class CorruptDocument(DocumentError):
+    code = "corrupt"
+
+
+class EncryptedDocument(DocumentError):
+    code = "encrypted"
+
+
+class NoPages(DocumentError):
+    code = "no_pages"
+
+
+class DocumentTooLarge(DocumentError):
+    code = "too_large"
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    mime_type: str
+    page_count: int
+    kind: str  # "pdf" | "image"
+
+
+def sniff_mime_type(data: bytes) -> str | None:
+    """The MIME type that the leading bytes prove, or None for anything we do not accept."""
+    if b"%PDF-" in data[:_PDF_HEADER_WINDOW]:
+        return PDF
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return IMAGE_TYPES["PNG"]
+    if data.startswith(b"\xff\xd8\xff"):
+        return IMAGE_TYPES["JPEG"]
+    if data[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"):  # classic and BigTIFF
+        return IMAGE_TYPES["TIFF"]
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return IMAGE_TYPES["WEBP"]
+    return None
+
+
+def inspect_document(data: bytes) -> DocumentInfo:
+    if not data:
+        raise EmptyDocument("the file is empty (0 bytes); upload the document itself")
+    mime_type = sniff_mime_type(data)
+    if mime_type is None:
+        raise UnsupportedDocument(
+            f"this is not a document type we read; we accept {ACCEPTED_TYPES}"
+        )
+    if mime_type == PDF:
+        return DocumentInfo(mime_type=PDF, page_count=_inspect_pdf(data), kind="pdf")
+    return DocumentInfo(mime_type=mime_type, page_count=_inspect_image(data), kind="image")
+
+
+def open_pdf(data: bytes) -> pymupdf.Document:
+    """Open PDF bytes, turning PyMuPDF's failures into DocumentErrors."""
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        raise CorruptDocument(f"the PDF is damaged and cannot be read ({exc})") from exc
+    if doc.needs_pass:
+        doc.close()
+        raise EncryptedDocument(
+            "the PDF is protected by a password; we do not take passwords, so please "
+            "upload a copy saved without one"
+        )
+    return doc
+
+
+def _inspect_pdf(data: bytes) -> int:
+    doc = open_pdf(data)
+    try:
+        page_count = doc.page_count
+        if page_count < 1:
+            raise NoPages("the PDF has no pages that can be read (it may be damaged)")
+        # Loading the first and last page proves the page tree holds together; PyMuPDF
+        # repairs what it can and raises on what it cannot.
+        for index in {0, page_count - 1}:
+            page = doc.load_page(index)
+            if page.rect.is_empty:
+                raise CorruptDocument(f"page {index + 1} of the PDF has no size")
+        return page_count
+    except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
+        if isinstance(exc, DocumentError):
+            raise
+        raise CorruptDocument(f"the PDF is damaged and cannot be read ({exc})") from exc
+    finally:
+        doc.close()
+
+
+def _inspect_image(data: bytes) -> int:
+    try:
+        with _open_image(data) as image:
+            frames = getattr(image, "n_frames", 1)
+            if frames > MAX_IMAGE_FRAMES:
+                raise DocumentTooLarge(
+                    f"the image has {frames} frames; we take at most {MAX_IMAGE_FRAMES}"
+                )
+            for index in range(frames):
+                image.seek(index)
+                check_pixel_count(image.size)
+                image.load()
+            return frames
+    except DocumentError:
+        raise
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise CorruptDocument(f"the image is damaged and cannot be read ({exc})") from exc
+
+
+def open_image(data: bytes) -> Image.Image:
+    """Open image bytes lazily with our pixel limit, turning failures into DocumentErrors."""
+    try:
+        return _open_image(data)
+    except DocumentError:
+        raise
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise CorruptDocument(f"the image is damaged and cannot be read ({exc})") from exc
+
+
+def _open_image(data: bytes) -> Image.Image:
+    # Pillow's own bomb guard warns at ~89 MP and raises at twice that; ours is the only limit
+    # that should speak, so silence the warning and check the size before decoding pixels.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            image = Image.open(io.BytesIO(data))
+        except Image.DecompressionBombError as exc:
+            raise DocumentTooLarge(_too_large_message()) from exc
+        except UnidentifiedImageError as exc:
+            raise CorruptDocument("the image is damaged or not really an image") from exc
+    if image.format not in IMAGE_TYPES:
+        image.close()
+        raise UnsupportedDocument(
+            f"this is not a document type we read; we accept {ACCEPTED_TYPES}"
+        )
+    check_pixel_count(image.size)
+    return image
+
+
+def check_pixel_count(size: tuple[int, int]) -> None:
+    width, height = size
+    if width < 1 or height < 1:
+        raise CorruptDocument(f"the image has no pixels ({width}x{height})")
+    if width * height > MAX_IMAGE_PIXELS:
+        raise DocumentTooLarge(_too_large_message(width, height))
+
+
+def _too_large_message(width: int | None = None, height: int | None = None) -> str:
+    limit = f"at most {MAX_IMAGE_PIXELS // 1_000_000} megapixels per page"
+    if width is None or height is None:
+        return f"the image is too large; we take {limit}"
+    return f"the image is too large ({width}x{height} pixels); we take {limit}"
+
+
+# --- file names ----------------------------------------------------------
+
+MAX_FILENAME_LENGTH = 200
+_MAX_EXTENSION_LENGTH = 16
+
+
+def safe_filename(name: str | None, *, default: str = "document") -> str:
+    """A file name fit to store and show: no path, no control characters, bounded length."""
+    if not name:
+        return default
+    base = re.split(r"[/\\]", name)[-1]
+    base = re.sub(r"\s", " ", base)  # a tab or newline in a name was meant as a space
+    base = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C")
+    base = re.sub(r"\s+", " ", base).strip()
+    if base.strip(".") == "":
+        return default
+    return _shorten(base)
+
+
+def _shorten(name: str) -> str:
+    if len(name) <= MAX_FILENAME_LENGTH:
+        return name
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not stem or len(extension) > _MAX_EXTENSION_LENGTH:
+        return name[:MAX_FILENAME_LENGTH].rstrip()
+    keep = MAX_FILENAME_LENGTH - len(extension) - 1
+    return f"{stem[:keep].rstrip()}.{extension}"

@@ -1,0 +1,289 @@
+"""The embedded CPU engine: the text layer where a PDF has one, OCR where it does not.
+
+- Born-digital PDF pages go through pymupdf4llm with pymupdf-layout's layout model: headings,
+  reading order across columns, tables (pipe tables, or HTML when asked) and footnotes.
+- Scanned PDF pages and images are rendered and read by RapidOCR (its ONNX models ship in
+  the wheel). Measured on this project's scans, calling RapidOCR directly beats pymupdf4llm's
+  own OCR hook: the hook merged every line into one run of text, lost the reading order of a
+  page scanned sideways and garbled its words, and mutated the document so that a second call
+  came back in bold. Here the boxes are laid out by ``model.postprocess`` instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from typing import Any, ClassVar
+
+import numpy as np
+import pymupdf
+from PIL import Image
+
+from model.documents import PDF, DocumentError
+from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.pages import PageSelectionError
+from model.postprocess import TextBox, boxes_to_markdown, tidy_markdown
+from model.rendering import DEFAULT_LONG_SIDE, open_page_image, open_pdf_page, render_zoom
+from model.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+# A page with fewer letters and digits than this in its text layer is read as a scan
+# (a stamped page number or "Scanned by ..." on top of a page image is not a text layer).
+MIN_TEXT_LAYER_CHARS = 20
+# ... and so is a page that is mostly one picture with only a caption's worth of text on it.
+SCAN_IMAGE_COVERAGE = 0.7
+SCAN_MAX_CHARS_OVER_IMAGE = 200
+# Text whose fonts lack a Unicode map extracts as U+FFFD; past this share OCR reads better.
+MAX_UNMAPPED_SHARE = 0.3
+
+# Measured on 2 cores (A4 at 1600 px long side): detection at the default (shortest side
+# scaled up to 736) took 0.6-1.0 s a page; capping the longest side at 960 took 0.15-0.2 s
+# with the same word recall on dense two-column pages. Recognition dominates what is left.
+RAPIDOCR_PARAMS: dict[str, Any] = {
+    "Global.log_level": "warning",
+    "Global.use_cls": True,
+    "Det.limit_side_len": 960,
+    "Det.limit_type": "max",
+}
+# How many of a page's longest lines vote on its orientation.
+ORIENTATION_SAMPLE = 8
+
+
+class LocalEngine:
+    name: ClassVar[str] = "local"
+    # Bump when the same page would come out differently (it is part of the cache key).
+    version: ClassVar[str] = "local-1"
+    max_pages_in_flight: ClassVar[int] = 1
+
+    def __init__(self) -> None:
+        self._ocr: Any = None
+        self._classifier: Any = None
+        self._ocr_lock = threading.Lock()
+        # PyMuPDF and pymupdf4llm keep global state and are not safe to run from two threads.
+        self._mupdf_lock = threading.Lock()
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
+        try:
+            if page.mime_type == PDF:
+                return self._transcribe_pdf_page(page, options)
+            return self._transcribe_image(page)
+        except EngineError:
+            raise
+        except (DocumentError, PageSelectionError) as exc:
+            raise EngineError(f"page {page.page_number} cannot be read: {exc}") from exc
+        except Exception as exc:  # a bug or an unforeseen document; say which page it was
+            logger.exception("local engine failed on page %s", page.page_number)
+            raise EngineError(
+                f"page {page.page_number} could not be transcribed ({type(exc).__name__}: {exc})"
+            ) from exc
+
+    # --- PDF pages ---------------------------------------------------------------------------
+
+    def _transcribe_pdf_page(self, page: PageInput, options: EngineOptions) -> PageResult:
+        started = time.perf_counter()
+        image: Image.Image | None = None
+        markdown = ""
+        with self._mupdf_lock:
+            doc = open_pdf_page(page.data, page.page_number)
+            try:
+                opened = time.perf_counter()
+                if needs_ocr(doc[0]):
+                    image = _pdf_page_image(doc[0])
+                else:
+                    markdown = _text_layer_markdown(doc, options)
+            finally:
+                doc.close()
+        done = time.perf_counter()
+        if image is not None:
+            # OCR runs outside the PyMuPDF lock: it needs only the pixels.
+            return self._ocr_result(image, render_seconds=done - started)
+        return _result(markdown, "text-layer", opened - started, done - opened)
+
+    # --- images and OCR ------------------------------------------------------------------------
+
+    def _transcribe_image(self, page: PageInput) -> PageResult:
+        started = time.perf_counter()
+        image = open_page_image(page.data, page.mime_type, page.page_number)
+        return self._ocr_result(image, render_seconds=time.perf_counter() - started)
+
+    def _ocr_result(self, image: Image.Image, *, render_seconds: float) -> PageResult:
+        started = time.perf_counter()
+        markdown, rotation = self.ocr_image(image)
+        result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
+        result.extra["rotation"] = rotation
+        return result
+
+    def ocr_image(self, image: Image.Image) -> tuple[str, int]:
+        """Markdown read from an upright-or-not page image, and the clockwise rotation (0, 90,
+        180, 270) the page was found in."""
+        pixels = np.asarray(image.convert("RGB"))
+        with self._ocr_lock:
+            ocr, classifier = self._engines()
+            output = ocr(pixels)
+            boxes = _boxes(output)
+            if not boxes:
+                return "", 0
+            rotation = _page_rotation(boxes, pixels, classifier)
+        height, width = pixels.shape[:2]
+        upright = [_unrotate(box, rotation, width, height) for box in boxes]
+        upright_width = height if rotation in (90, 270) else width
+        return boxes_to_markdown(upright, upright_width), rotation
+
+    def _engines(self) -> tuple[Any, Any]:
+        # Built on first use, under the lock: a web process that only lists engines never
+        # pays for the models, and two racing threads never build two copies.
+        if self._ocr is None:
+            from rapidocr import RapidOCR
+
+            self._ocr = RapidOCR(params=RAPIDOCR_PARAMS)
+            # A second, classifier-only instance: RapidOCR's result drops the per-line
+            # orientation, and toggling use_det on the main instance would be shared state.
+            self._classifier = RapidOCR(
+                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_rec": False}
+            )
+        return self._ocr, self._classifier
+
+
+def needs_ocr(page: pymupdf.Page) -> bool:
+    """Whether a PDF page's text layer is missing, negligible or unreadable."""
+    text = page.get_text("text")
+    readable = sum(1 for ch in text if ch.isalnum())
+    unmapped = text.count("\ufffd")
+    if readable < MIN_TEXT_LAYER_CHARS:
+        return True
+    if unmapped / (readable + unmapped) > MAX_UNMAPPED_SHARE:
+        return True
+    return readable < SCAN_MAX_CHARS_OVER_IMAGE and _image_coverage(page) > SCAN_IMAGE_COVERAGE
+
+
+def _image_coverage(page: pymupdf.Page) -> float:
+    area = abs(page.rect)
+    if not area:
+        return 0.0
+    covered = max(
+        (abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info()), default=0.0
+    )
+    return covered / area
+
+
+def _pdf_page_image(page: pymupdf.Page) -> Image.Image:
+    zoom = render_zoom(page.rect, DEFAULT_LONG_SIDE)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+
+
+def _text_layer_markdown(doc: pymupdf.Document, options: EngineOptions) -> str:
+    import pymupdf.layout
+
+    # pymupdf4llm turns the layout model on at import when pymupdf.layout is importable;
+    # activating it here as well makes that dependency explicit and fails loudly without it.
+    pymupdf.layout.activate()
+    import pymupdf4llm
+
+    kwargs: dict[str, Any] = {
+        "pages": [0],
+        # This path is for pages with a text layer; scans never reach it, and pymupdf4llm's
+        # OCR would otherwise look for an engine and print about it.
+        "use_ocr": False,
+        # Running heads and page numbers are furniture, not content; footnotes are kept
+        # (the layout model labels them apart from page footers).
+        "header": False,
+        "footer": False,
+        "show_progress": False,
+    }
+    if options.table_format == "html":
+        kwargs["table_output"] = "html"
+    markdown = tidy_markdown(pymupdf4llm.to_markdown(doc, **kwargs))
+    if not markdown:
+        # The layout model calls a page's only line a running head now and then (seen on a
+        # one-line page); an empty page is worse than a page number, so keep them after all.
+        kwargs.update(header=True, footer=True)
+        markdown = tidy_markdown(pymupdf4llm.to_markdown(doc, **kwargs))
+    if not markdown:
+        # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
+        # the corpus's habibi-rotated.pdf); plain text blocks beat an empty page.
+        markdown = _plain_text_markdown(doc[0])
+    return markdown
+
+
+def _plain_text_markdown(page: pymupdf.Page) -> str:
+    blocks = page.get_text("blocks", sort=True)
+    paragraphs = [" ".join(block[4].split()) for block in blocks if block[6] == 0]
+    return tidy_markdown("\n\n".join(p for p in paragraphs if p))
+
+
+# --- OCR geometry ----------------------------------------------------------------------------
+
+
+def _boxes(output: Any) -> list[TextBox]:
+    if getattr(output, "boxes", None) is None or getattr(output, "txts", None) is None:
+        return []
+    boxes = []
+    for points, text in zip(output.boxes, output.txts, strict=False):
+        xs, ys = np.asarray(points)[:, 0], np.asarray(points)[:, 1]
+        boxes.append(
+            TextBox(float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()), str(text))
+        )
+    return boxes
+
+
+def _page_rotation(boxes: list[TextBox], pixels: np.ndarray, classifier: Any) -> int:
+    """How far clockwise the page was turned before it was scanned: 0, 90, 180 or 270.
+
+    Lines standing upright (taller than wide, RapidOCR's own 1.5 rule) mean a sideways page.
+    RapidOCR turns such a crop 90° counter-clockwise before reading it, so its classifier
+    saying "0" for that crop means the page was turned clockwise, "180" counter-clockwise.
+    """
+    vertical = sum(1 for b in boxes if b.height >= 1.5 * (b.x1 - b.x0))
+    sideways = vertical > len(boxes) / 2
+    sample = sorted(boxes, key=lambda b: max(b.height, b.x1 - b.x0), reverse=True)
+    votes: Counter[str] = Counter()
+    for box in sample[:ORIENTATION_SAMPLE]:
+        crop = pixels[int(box.y0) : int(box.y1) + 1, int(box.x0) : int(box.x1) + 1]
+        if crop.size == 0:
+            continue
+        if sideways:
+            crop = np.ascontiguousarray(np.rot90(crop))
+        label, score = _classify(classifier, crop)
+        votes[label] += score
+    if sideways:
+        return 270 if votes["180"] > votes["0"] else 90
+    # Upside-down pages are rare and a few doubtful crops (a logo, a stray mark) should not
+    # turn an upright page over: it takes a clear majority.
+    return 180 if votes["180"] > 2 * votes["0"] else 0
+
+
+def _classify(classifier: Any, crop: np.ndarray) -> tuple[str, float]:
+    result = classifier(crop)
+    labels = getattr(result, "cls_res", None)
+    if not labels:
+        return "0", 0.0
+    label, score = labels[0]
+    return ("180" if "180" in str(label) else "0"), float(score)
+
+
+def _unrotate(box: TextBox, rotation: int, width: int, height: int) -> TextBox:
+    """A box in the scanned image's pixels → the same box on the upright page."""
+    if rotation == 90:  # upright (x, y) was drawn at (height_up - y, x)
+        return TextBox(box.y0, width - box.x1, box.y1, width - box.x0, box.text)
+    if rotation == 270:
+        return TextBox(height - box.y1, box.x0, height - box.y0, box.x1, box.text)
+    if rotation == 180:
+        return TextBox(width - box.x1, height - box.y1, width - box.x0, height - box.y0, box.text)
+    return box
+
+
+def _result(markdown: str, method: str, render_seconds: float, engine_seconds: float) -> PageResult:
+    return PageResult(
+        markdown=markdown,
+        # The local engine reads no prompt and has no vision encoder: nothing to count as
+        # input. Usage is billed on output tokens (model.tokens's approximation).
+        input_tokens=0,
+        output_tokens=count_tokens(markdown),
+        render_seconds=round(render_seconds, 4),
+        engine_seconds=round(engine_seconds, 4),
+        method=method,
+    )

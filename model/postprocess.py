@@ -1,0 +1,270 @@
+"""Turning engine output into clean Markdown: tidying text-layer Markdown, and laying out
+OCR'd text lines as paragraphs in reading order."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+# --- Markdown from a text layer ----------------------------------------------------------------
+
+# pymupdf4llm's own markers: page separators, and placeholders for pictures it did not keep.
+_ARTIFACT_LINES = re.compile(
+    r"^\s*(?:-{5,}|\*\*==> picture \[.*?\] intentionally omitted <==\*\*"
+    r"|\*\*----- (?:Start|End) of picture text -----\*\*(?:<br>)?)\s*$",
+    re.MULTILINE,
+)
+_BOLD_HEADING = re.compile(r"^(#{1,6}) +\*\*(.+?)\*\* *$", re.MULTILINE)
+
+
+def tidy_markdown(markdown: str) -> str:
+    """Strip extractor artifacts and stray whitespace; at most one blank line in a row."""
+    text = markdown.replace("\r\n", "\n")
+    text = _ARTIFACT_LINES.sub("", text)
+    # A heading is already emphasized; "# **Title**" only adds noise for every reader.
+    text = _BOLD_HEADING.sub(r"\1 \2", text)
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip() + "\n" if text.strip() else ""
+
+
+# --- Markdown from OCR boxes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextBox:
+    """One recognized text line segment, in upright page pixel coordinates."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+
+    @property
+    def height(self) -> float:
+        return self.y1 - self.y0
+
+    @property
+    def cy(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+    @property
+    def cx(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    def crosses(self, x: float) -> bool:
+        """Whether the text itself, not just the detector's padding around it, spans x."""
+        pad = _BOX_PADDING * self.height
+        return self.x0 + pad < x < self.x1 - pad
+
+
+@dataclass
+class _Line:
+    boxes: list[TextBox]
+
+    @property
+    def y0(self) -> float:
+        return min(b.y0 for b in self.boxes)
+
+    @property
+    def y1(self) -> float:
+        return max(b.y1 for b in self.boxes)
+
+    @property
+    def x0(self) -> float:
+        return min(b.x0 for b in self.boxes)
+
+    @property
+    def x1(self) -> float:
+        return max(b.x1 for b in self.boxes)
+
+    @property
+    def height(self) -> float:
+        return statistics.median(b.height for b in self.boxes)
+
+    @property
+    def text(self) -> str:
+        return " ".join(b.text.strip() for b in sorted(self.boxes, key=lambda b: b.x0))
+
+
+# A column gutter must be this wide (fraction of page width) and lie in the page's middle band.
+# It is small because detection boxes are padded: LaTeX's 10 pt gutter leaves about 3 px.
+_GUTTER_MIN = 0.002
+# Most lines of a text column end (or start) within this share of the width from the gutter.
+_GUTTER_ALIGN = 0.04
+# The detector pads each box by roughly half the text height on either side (unclip 1.6);
+# two columns' boxes can touch across a narrow gutter, their text does not.
+_BOX_PADDING = 0.4
+# At most this share of a page's boxes may straddle the gutter (titles, centred bylines).
+_MAX_CROSSING_SHARE = 0.15
+_GUTTER_BAND = (0.25, 0.75)
+# A box wider than this share of the page spans both columns (a title, a full-width figure note).
+_SPANNING = 0.55
+# A vertical gap above a line larger than this times the line height starts a new paragraph.
+_PARAGRAPH_GAP = 0.8
+# A first line indented by more than this many line heights starts a paragraph.
+_INDENT = 0.8
+# A line ending this share of the column's width short of the right edge ends its paragraph
+# (generous, so that ragged-right text is not cut at every shorter line).
+_SHORT_LINE = 0.3
+# Lines this much taller than the page's usual line are set as headings.
+_HEADING_RATIO = 1.6
+
+
+def boxes_to_markdown(boxes: Sequence[TextBox], page_width: float) -> str:
+    """Paragraphs of text in reading order: top to bottom, left to right, and for a page set
+    in two columns, the left column before the right one between full-width blocks."""
+    boxes = [b for b in boxes if b.text.strip()]
+    if not boxes:
+        return ""
+    typical = statistics.median(b.height for b in boxes)
+    blocks = [_paragraphs(column) for column in _columns(boxes, page_width)]
+    paragraphs = [p for block in blocks for p in block]
+    return "\n\n".join(_paragraph_markdown(p, typical) for p in paragraphs) + "\n"
+
+
+def _columns(boxes: list[TextBox], page_width: float) -> list[list[TextBox]]:
+    gutter = _find_gutter(boxes, page_width)
+    if gutter is None:
+        return [boxes]
+    spanning = sorted((b for b in boxes if b.crosses(gutter)), key=lambda b: b.y0)
+    narrow = [b for b in boxes if not b.crosses(gutter)]
+    # Full-width boxes cut the page into bands; each band reads left column, then right.
+    groups: list[list[TextBox]] = []
+    for band in range(len(spanning) + 1):
+        members = [b for b in narrow if _band(b, spanning) == band]
+        groups.append([b for b in members if b.cx < gutter])
+        groups.append([b for b in members if b.cx >= gutter])
+        if band < len(spanning):
+            groups.append([spanning[band]])
+    return [group for group in groups if group]
+
+
+def _band(box: TextBox, spanning: list[TextBox]) -> int:
+    return sum(1 for s in spanning if s.cy < box.cy)
+
+
+def _find_gutter(boxes: list[TextBox], page_width: float) -> float | None:
+    narrow = [b for b in boxes if b.x1 - b.x0 < _SPANNING * page_width]
+    if len(narrow) < 6:
+        return None
+    gap = _widest_gap(narrow, page_width)
+    if gap is None:
+        return None
+    middle = (gap[0] + gap[1]) / 2
+    left = [b for b in narrow if not b.crosses(middle) and b.cx < middle]
+    right = [b for b in narrow if not b.crosses(middle) and b.cx >= middle]
+    # Two real columns each hold several lines; a lone label on one side is not a column.
+    if min(len(left), len(right)) < 3:
+        return None
+    # Columns of running text are set flush against the gutter; a form's labels and values
+    # (which must read across, row by row) end and start wherever their words do.
+    near = _GUTTER_ALIGN * page_width
+    if statistics.median(abs(middle - b.x1) for b in left) > near:
+        return None
+    if statistics.median(abs(b.x0 - middle) for b in right) > near:
+        return None
+    return middle
+
+
+def _widest_gap(boxes: list[TextBox], page_width: float) -> tuple[float, float] | None:
+    """The widest vertical strip in the page's middle band that the fewest boxes cross.
+
+    A few crossings are allowed: a centred title or author line narrower than a column
+    still straddles the gutter, and is then read as a full-width block.
+    """
+    lo, hi = (page_width * f for f in _GUTTER_BAND)
+    step = max(page_width * _GUTTER_MIN / 2, 0.5)
+    xs = [lo + i * step for i in range(int((hi - lo) / step) + 1)]
+    crossings = [sum(1 for b in boxes if b.crosses(x)) for x in xs]
+    fewest = min(crossings)
+    if fewest > max(2, _MAX_CROSSING_SHARE * len(boxes)):
+        return None
+    best: tuple[float, float] | None = None
+    run_start: float | None = None
+    for x, count in zip([*xs, hi + step], [*crossings, fewest + 1], strict=True):
+        if count == fewest and run_start is None:
+            run_start = x
+        elif count != fewest and run_start is not None:
+            if best is None or x - run_start > best[1] - best[0]:
+                best = (run_start, x - step)
+            run_start = None
+    if best is None or best[1] - best[0] < _GUTTER_MIN * page_width:
+        return None
+    return best
+
+
+def _lines(boxes: Iterable[TextBox]) -> list[_Line]:
+    lines: list[_Line] = []
+    for box in sorted(boxes, key=lambda b: (b.cy, b.x0)):
+        last = lines[-1] if lines else None
+        if last is not None and abs(box.cy - statistics.mean(b.cy for b in last.boxes)) < (
+            0.5 * min(box.height, last.height)
+        ):
+            last.boxes.append(box)
+        else:
+            lines.append(_Line([box]))
+    return lines
+
+
+def _paragraphs(boxes: list[TextBox]) -> list[list[_Line]]:
+    paragraphs: list[list[_Line]] = []
+    previous: _Line | None = None
+    lines = _lines(boxes)
+    # The column's usual line height, not the two neighbours': descenders make single
+    # boxes vary by a third, which would split paragraphs at random.
+    typical = statistics.median(line.height for line in lines)
+    column = _Column(
+        left=statistics.median(line.x0 for line in lines),
+        right=statistics.median(line.x1 for line in lines),
+        line_height=typical,
+    )
+    for line in lines:
+        if previous is None or _starts_paragraph(previous, line, column):
+            paragraphs.append([line])
+        else:
+            paragraphs[-1].append(line)
+        previous = line
+    return paragraphs
+
+
+@dataclass(frozen=True)
+class _Column:
+    left: float
+    right: float
+    line_height: float
+
+
+def _starts_paragraph(previous: _Line, line: _Line, column: _Column) -> bool:
+    """A blank gap, a change of type size, an indented first line (books, LaTeX) or a
+    short last line before it (a paragraph's end, or a heading) starts a paragraph."""
+    gap = line.y0 - previous.y1
+    size_change = max(previous.height, line.height) / max(min(previous.height, line.height), 1.0)
+    indented = line.x0 - column.left > _INDENT * column.line_height
+    short_before = previous.x1 < column.right - _SHORT_LINE * (column.right - column.left)
+    return (
+        gap > _PARAGRAPH_GAP * column.line_height or size_change > 1.4 or indented or short_before
+    )
+
+
+def _paragraph_markdown(lines: list[_Line], typical_height: float) -> str:
+    text = _join_lines([line.text for line in lines])
+    height = statistics.median(line.height for line in lines)
+    if len(lines) <= 2 and len(text) < 120 and height >= _HEADING_RATIO * typical_height:
+        return f"## {text}"
+    return text
+
+
+def _join_lines(texts: list[str]) -> str:
+    joined = ""
+    for text in texts:
+        text = text.strip()
+        # "exam-" + "ple" was one word broken at the margin; "well-" + "Known" may not be.
+        if joined.endswith("-") and text[:1].islower() and joined[-2:-1].isalpha():
+            joined = joined[:-1] + text
+        else:
+            joined = f"{joined} {text}" if joined else text
+    return joined
