@@ -1,19 +1,11 @@
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests.workers import WorkerProcess, purge_queues
-
-if not os.environ.get("FOLIO_BROKER_URL"):
-    pytest.exit(
-        "Run the tests with `make test` (or `python -m tests.stack`): it points them at "
-        "PostgreSQL and Redis, or at embedded stand-ins when those are not running.",
-        returncode=4,
-    )
 
 
 @pytest.fixture
