@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ MAX_IMAGE_FRAMES = 2000
 PDF = "application/pdf"
 IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "WEBP": "image/webp"}
 ACCEPTED_TYPES = "PDF, PNG, JPEG, TIFF (also multi-page) and WebP"
+
+# MuPDF keeps global state and is not safe to call from two threads at once; the web process
+# (threaded gunicorn) and a threaded worker pool both do. Every PyMuPDF call in model/ that can
+# run beside another holds this lock (re-entrant: helpers that hold it call each other).
+MUPDF_LOCK = threading.RLock()
 
 # PDF readers accept a header anywhere in the first 1024 bytes (junk before it is common).
 _PDF_HEADER_WINDOW = 1024
@@ -93,7 +99,9 @@ def inspect_document(data: bytes) -> DocumentInfo:
             f"this is not a document type we read; we accept {ACCEPTED_TYPES}"
         )
     if mime_type == PDF:
-        return DocumentInfo(mime_type=PDF, page_count=_inspect_pdf(data), kind="pdf")
+        with MUPDF_LOCK:
+            page_count = _inspect_pdf(data)
+        return DocumentInfo(mime_type=PDF, page_count=page_count, kind="pdf")
     return DocumentInfo(mime_type=mime_type, page_count=_inspect_image(data), kind="image")
 
 

@@ -8,7 +8,14 @@ import numpy as np
 import pymupdf
 from PIL import Image, ImageOps
 
-from model.documents import PDF, CorruptDocument, check_pixel_count, open_image, open_pdf
+from model.documents import (
+    MUPDF_LOCK,
+    PDF,
+    CorruptDocument,
+    check_pixel_count,
+    open_image,
+    open_pdf,
+)
 from model.pages import PageSelectionError
 
 logger = logging.getLogger(__name__)
@@ -43,15 +50,16 @@ def open_page_image(
 
 
 def _render_pdf_page(data: bytes, page_number: int, long_side: int) -> Image.Image:
-    doc = open_pdf(data)
-    try:
-        page = doc.load_page(_index(page_number, doc.page_count))
-        # page.rect already accounts for /Rotate, and get_pixmap renders the page as shown.
-        zoom = render_zoom(page.rect, long_side)
-        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
-        return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-    finally:
-        doc.close()
+    with MUPDF_LOCK:
+        doc = open_pdf(data)
+        try:
+            page = doc.load_page(_index(page_number, doc.page_count))
+            # page.rect already accounts for /Rotate, and get_pixmap renders the page as shown.
+            zoom = render_zoom(page.rect, long_side)
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
+            return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        finally:
+            doc.close()
 
 
 def _image_frame(data: bytes, page_number: int, long_side: int) -> Image.Image:

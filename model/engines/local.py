@@ -21,7 +21,7 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-from model.documents import PDF, DocumentError
+from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
 from model.pages import PageSelectionError
 from model.postprocess import TextBox, boxes_to_markdown, tidy_markdown
@@ -62,8 +62,6 @@ class LocalEngine:
         self._ocr: Any = None
         self._classifier: Any = None
         self._ocr_lock = threading.Lock()
-        # PyMuPDF and pymupdf4llm keep global state and are not safe to run from two threads.
-        self._mupdf_lock = threading.Lock()
 
     def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
         try:
@@ -86,7 +84,7 @@ class LocalEngine:
         started = time.perf_counter()
         image: Image.Image | None = None
         markdown = ""
-        with self._mupdf_lock:
+        with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
                 opened = time.perf_counter()
