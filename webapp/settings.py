@@ -79,6 +79,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web process and the workers write at once: wait for the lock instead of failing,
     # take it at BEGIN (no upgrade deadlocks), and let readers run beside a writer (WAL).
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # Tests share their database with worker processes, so it must be a file, not :memory:.
+    DATABASES["default"]["TEST"] = {"NAME": f"{DATABASES['default']['NAME']}-test"}
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
         "transaction_mode": "IMMEDIATE",
