@@ -40,5 +40,5 @@ app.conf.update(
     beat_schedule={
         "reap-pages": {"task": "folio.reap_pages", "schedule": 60.0},
     },
-    imports=["ocr_worker.tasks"],
+    imports=["ocr_worker.tasks", "ocr_worker.engines"],
 )

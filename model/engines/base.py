@@ -58,4 +58,9 @@ class Engine(Protocol):
     # How many pages this engine wants in flight at once in one worker process.
     max_pages_in_flight: ClassVar[int]
 
+    def load(self) -> None:
+        """Load the models now (a worker calls it once per process at start), so that the
+        first page pays nothing extra and a broken model fails the worker, not a page."""
+        ...
+
     def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult: ...

@@ -63,6 +63,13 @@ class LocalEngine:
         self._classifier: Any = None
         self._ocr_lock = threading.Lock()
 
+    def load(self) -> None:
+        # One pass through each path on a one-line page: this loads the layout model and
+        # both OCR models, and takes ONNX Runtime's first-inference cost (about a second).
+        sample = _one_line_pdf("Folio warms up its engine.")
+        self.transcribe(PageInput(data=sample, mime_type=PDF, page_number=1), EngineOptions())
+        self.ocr_image(open_page_image(sample, PDF, 1, long_side=1024))
+
     def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
         try:
             if page.mime_type == PDF:
@@ -143,6 +150,16 @@ class LocalEngine:
                 params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_rec": False}
             )
         return self._ocr, self._classifier
+
+
+def _one_line_pdf(text: str) -> bytes:
+    with MUPDF_LOCK:
+        doc = pymupdf.open()
+        doc.new_page(width=595, height=842).insert_text((72, 100), text, fontsize=24)
+        try:
+            return doc.tobytes()
+        finally:
+            doc.close()
 
 
 def needs_ocr(page: pymupdf.Page) -> bool:
