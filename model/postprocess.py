@@ -3,10 +3,13 @@ OCR'd text lines as paragraphs in reading order."""
 
 from __future__ import annotations
 
+import io
 import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from PIL import Image
 
 # --- Markdown from a text layer ----------------------------------------------------------------
 
@@ -268,3 +271,77 @@ def _join_lines(texts: list[str]) -> str:
         else:
             joined = f"{joined} {text}" if joined else text
     return joined
+
+
+# --- Markdown from a vision-language model (DeepSeek-OCR / jina-ocr-v1) ------------------------
+
+# A grounded block: <|ref|>label<|/ref|><|det|>[[x1, y1, x2, y2], ...]<|/det|>, boxes on a
+# 0-999 scale of the page. The label is the block's type (text, title, table, image, ...).
+_GROUNDING = re.compile(
+    r"<\|ref\|>(?P<label>.*?)<\|/ref\|>\s*<\|det\|>(?P<boxes>.*?)<\|/det\|>[ \t]*\n?", re.DOTALL
+)
+_BOX = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]")
+# Special tokens a model may echo when it was asked for grounding or ran out of tokens.
+_STRAY_SPECIAL = re.compile(r"<\|(?:/?ref|/?det|grounding)\|>|<｜end▁of▁sentence｜>")
+GROUNDING_SCALE = 999
+FIGURE_LABEL = "image"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A picture on the page the model pointed at, in pixels of the page image it saw."""
+
+    index: int  # 1-based, in reading order
+    box: tuple[int, int, int, int]
+    name: str
+
+
+def figure_name(page_number: int, index: int) -> str:
+    return f"figures/page-{page_number:04d}-figure-{index}.png"
+
+
+def scale_box(box: tuple[int, int, int, int], width: int, height: int) -> tuple[int, int, int, int]:
+    """A 0-999 box as pixels of a width × height page, clamped to the page."""
+    x0, y0, x1, y1 = (v / GROUNDING_SCALE for v in box)
+    left, right = sorted((round(x0 * width), round(x1 * width)))
+    top, bottom = sorted((round(y0 * height), round(y1 * height)))
+    return (max(0, left), max(0, top), min(width, right), min(height, bottom))
+
+
+def vlm_markdown(
+    text: str, *, page_size: tuple[int, int], page_number: int, figures: bool
+) -> tuple[str, list[Figure]]:
+    """The model's output as clean Markdown, and the figures it found.
+
+    Grounding tags go; each ``image`` region becomes a link to its crop when ``figures`` is
+    asked for (the caller cuts and stores the crops), and disappears otherwise. HTML tables
+    and LaTeX pass through untouched; blank lines are tidied.
+    """
+    found: list[Figure] = []
+
+    def replace(match: re.Match) -> str:
+        if match.group("label").strip() != FIGURE_LABEL:
+            return ""
+        boxes = [tuple(int(v) for v in b) for b in _BOX.findall(match.group("boxes"))]
+        if not figures or not boxes:
+            return ""
+        links = []
+        for raw in boxes:
+            box = scale_box(raw, *page_size)
+            if box[2] - box[0] < 2 or box[3] - box[1] < 2:
+                continue  # a degenerate box cuts no picture
+            figure = Figure(len(found) + 1, box, figure_name(page_number, len(found) + 1))
+            found.append(figure)
+            links.append(f"![]({figure.name})")
+        return "\n\n".join(links) + "\n\n" if links else ""
+
+    text = _GROUNDING.sub(replace, text.replace("\r\n", "\n"))
+    text = _STRAY_SPECIAL.sub("", text)
+    return tidy_markdown(text), found
+
+
+def figure_png(page: Image.Image, figure: Figure) -> bytes:
+    """The figure's crop of the page image, as PNG bytes."""
+    buffer = io.BytesIO()
+    page.crop(figure.box).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()

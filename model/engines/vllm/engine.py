@@ -1,0 +1,332 @@
+"""``jina-ocr-v1``: the checkpoint on vLLM, loaded once in the worker process.
+
+One ``AsyncLLM`` runs on an event loop of its own thread; every page task of the worker's
+threads pool submits its request there and waits, so up to ``pages_in_flight`` pages are
+decoded together and vLLM batches them continuously. vLLM starts its engine-core process
+itself (spawned, never forked), so load this engine in a threads or solo pool: prefork
+children are daemonic and may not start processes.
+
+Runaway repetition: vLLM refuses DeepSeek-OCR's n-gram logits processor while speculative
+decoding is on, so each page is checked after decoding (``model.repetition``) and a runaway
+one is decoded again by a second, small engine without speculation that runs the processor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import json
+import logging
+import threading
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from PIL import Image
+
+from model import gundam, repetition
+from model.documents import DocumentError
+from model.engines.base import (
+    EngineError,
+    EngineOptions,
+    PageInput,
+    PageResult,
+    TransientEngineError,
+)
+from model.engines.vllm import checkpoint, metrics
+from model.engines.vllm.config import (
+    NGRAM_SIZE,
+    NGRAM_WHITELIST_TOKENS,
+    NGRAM_WINDOW,
+    PRESETS,
+    VllmConfig,
+    has_draft_head,
+)
+from model.engines.vllm.prompt import IMAGE_TOKEN, vllm_prompt
+from model.pages import PageSelectionError
+from model.postprocess import figure_png, vlm_markdown
+from model.rendering import DEFAULT_LONG_SIDE, open_page_image
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """One finished request, as much of it as the page needs."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str | None
+    prompt_tokens: int
+    placeholders: int
+    seconds: float
+    ttft: float | None
+    spec: dict[str, Any] | None
+
+
+class VllmEngine:
+    name: ClassVar[str] = "jina-ocr-v1"
+    version: ClassVar[str] = "jina-ocr-v1-vllm-1"
+    max_pages_in_flight: ClassVar[int] = 32
+    # Holds an accelerator and starts processes: a worker serving it takes no other queue,
+    # and runs a threads or solo pool.
+    exclusive_worker: ClassVar[bool] = True
+
+    def __init__(self, config: VllmConfig | None = None) -> None:
+        self._config = config
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._main: Any = None
+        self._fallback: Any = None
+        self._image_token_id: int | None = None
+        self._whitelist: list[int] = []
+        self._ids = itertools.count()
+        self._load_lock = threading.Lock()
+        self.status: dict[str, Any] = {"loaded": False}
+
+    @property
+    def config(self) -> VllmConfig:
+        if self._config is None:
+            self._config = VllmConfig.from_env()
+        return self._config
+
+    # --- start and stop ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        with self._load_lock:
+            if self._main is not None:
+                return
+            self._load()
+
+    def _load(self) -> None:
+        config = self.config
+        glue = checkpoint.register(config.model)
+        speculation = config.speculation
+        note = ""
+        if speculation.method == "mtp" and not has_draft_head(config.model):
+            note = f"{speculation.name} asked for, but the checkpoint has no MTP draft head"
+            logger.warning("%s: running without speculative decoding", note)
+            speculation = PRESETS["off"]
+        self._start_loop()
+        main_args = config.engine_args(speculation=speculation)
+        if speculation.method is not None:
+            main_args.setdefault("per_request_spec_decode_metrics", "summary")
+        # Without speculation the main engine runs DeepSeek-OCR's n-gram blocker itself.
+        self._main = self._call(_start_engine(main_args, ngram=speculation.method is None))
+        if speculation.method is not None and config.repetition_fallback:
+            self._fallback = self._call(_start_engine(config.fallback_args(), ngram=True))
+        tokenizer = self._call(_tokenizer(self._main))
+        self._image_token_id = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+        self._whitelist = [
+            token_id
+            for token_id in (tokenizer.convert_tokens_to_ids(t) for t in NGRAM_WHITELIST_TOKENS)
+            if isinstance(token_id, int) and token_id >= 0
+        ]
+        self.status = {
+            "loaded": True,
+            "model": config.model,
+            "checkpoint_glue": glue,
+            "speculation": speculation.name,
+            "speculation_asked": config.speculation.name,
+            "speculation_note": note,
+            "repetition_fallback": self._fallback is not None,
+            "pages_in_flight": config.pages_in_flight,
+        }
+        metrics.engine_info(self.status)
+        logger.info("vLLM engine ready: %s", self.status)
+
+    def close(self) -> None:
+        for engine in (self._fallback, self._main):
+            if engine is not None:
+                engine.shutdown()
+        self._main = self._fallback = None
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread is not None:
+                self._thread.join(timeout=10)
+            self._loop = None
+        self.status = {"loaded": False}
+
+    def _start_loop(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="vllm-engine-loop", daemon=True
+        )
+        self._thread.start()
+
+    def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    # --- one page ----------------------------------------------------------------------------
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
+        if self._main is None:
+            raise EngineError("the vLLM engine is not loaded (the worker calls load() at start)")
+        started = time.perf_counter()
+        try:
+            image = open_page_image(
+                page.data, page.mime_type, page.page_number, long_side=DEFAULT_LONG_SIDE
+            )
+        except (DocumentError, PageSelectionError) as exc:
+            raise EngineError(f"page {page.page_number} cannot be read: {exc}") from exc
+        rendered = time.perf_counter()
+
+        first = self._decode(self._main, image, ngram=self._fallback is None and self._spec_off)
+        kept, guard = first, self._guard(first)
+        if guard["runaway"] and self._fallback is not None:
+            retry = self._decode(self._fallback, image, ngram=True)
+            again = repetition.check(retry.token_ids, retry.finish_reason)
+            guard.update(retried=True, retry_reason=again.reason, retry_tokens=len(retry.token_ids))
+            kept = retry
+            metrics.repetition_retry()
+        text = kept.text
+        verdict = repetition.check(kept.token_ids, kept.finish_reason)
+        if verdict.runaway:
+            keep = repetition.trimmed_length(kept.token_ids, verdict.tail)
+            if keep < len(kept.token_ids):
+                text = self._call(_detokenize(self._main, kept.token_ids[:keep]))
+                guard["trimmed_to"] = keep
+        done = time.perf_counter()
+
+        markdown, figures = vlm_markdown(
+            text,
+            page_size=image.size,
+            page_number=page.page_number,
+            figures=bool(getattr(options, "figures", False)),
+        )
+        grid = gundam.choose_grid(*image.size, max_tiles=self.config.max_tiles)
+        result = PageResult(
+            markdown=markdown,
+            input_tokens=kept.prompt_tokens,
+            output_tokens=len(kept.token_ids),
+            render_seconds=rendered - started,
+            engine_seconds=done - rendered,
+            method="vlm",
+        )
+        result.extra.update(
+            engine=self.name,
+            speculation=self.status.get("speculation"),
+            image_size=list(image.size),
+            grid=[grid.columns, grid.rows],
+            placeholders=first.placeholders,
+            expected_placeholders=gundam.placeholder_count(grid),
+            ttft_seconds=first.ttft,
+            decode_seconds=first.seconds,
+            finish_reason=first.finish_reason,
+            generated_tokens=len(first.token_ids) + (guard.get("retry_tokens") or 0),
+            repetition=guard,
+        )
+        if first.spec:
+            result.extra["spec_decode"] = first.spec
+        if figures:
+            result.extra["figures"] = [
+                {
+                    "name": f.name,
+                    "box": list(f.box),
+                    "png_base64": base64.b64encode(figure_png(image, f)).decode(),
+                }
+                for f in figures
+            ]
+        metrics.page_done(result.extra, output_tokens=len(kept.token_ids))
+        # One structured line per page: the figures reach the worker's log (and whoever
+        # reads it) until the page row keeps ``extra`` itself.
+        logger.info("page figures %s", json.dumps(_loggable(result), sort_keys=True))
+        return result
+
+    @property
+    def _spec_off(self) -> bool:
+        return self.status.get("speculation") == "off"
+
+    def _guard(self, decoded: Decoded) -> dict[str, Any]:
+        verdict = repetition.check(decoded.token_ids, decoded.finish_reason)
+        return {"runaway": verdict.runaway, "reason": verdict.reason, "retried": False}
+
+    def _decode(self, engine: Any, image: Image.Image, *, ngram: bool) -> Decoded:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        extra_args = None
+        if ngram:
+            extra_args = {
+                "ngram_size": NGRAM_SIZE,
+                "window_size": NGRAM_WINDOW,
+                "whitelist_token_ids": self._whitelist,
+            }
+        params = SamplingParams(
+            temperature=0.0,
+            max_tokens=self.config.max_tokens,
+            skip_special_tokens=False,
+            output_kind=RequestOutputKind.FINAL_ONLY,
+            extra_args=extra_args,
+        )
+        request_id = f"page-{next(self._ids)}"
+        future = asyncio.run_coroutine_threadsafe(
+            _generate(engine, image, params, request_id), self._loop
+        )
+        try:
+            output, seconds = future.result(self.config.page_timeout)
+        except FutureTimeout:
+            future.cancel()  # cancelling the generator aborts the request in vLLM
+            raise TransientEngineError(
+                f"the page took longer than {self.config.page_timeout:.0f} s to decode"
+            ) from None
+        except (EngineError, ValueError) as exc:
+            raise EngineError(f"vLLM refused the page: {exc}") from exc
+        completion = output.outputs[0]
+        prompt_ids = list(output.prompt_token_ids or [])
+        stats = output.metrics
+        spec = getattr(completion, "spec_decode_metrics", None)
+        return Decoded(
+            text=completion.text,
+            token_ids=list(completion.token_ids),
+            finish_reason=completion.finish_reason,
+            prompt_tokens=len(prompt_ids),
+            placeholders=sum(1 for t in prompt_ids if t == self._image_token_id),
+            seconds=seconds,
+            ttft=getattr(stats, "first_token_latency", None) or None,
+            spec=spec.to_dict() if spec is not None else None,
+        )
+
+
+def _loggable(result: PageResult) -> dict[str, Any]:
+    extra = {k: v for k, v in result.extra.items() if k != "figures"}
+    extra["figures"] = len(result.extra.get("figures") or [])
+    return {**extra, "input_tokens": result.input_tokens, "output_tokens": result.output_tokens}
+
+
+# --- coroutines run on the engine's loop ----------------------------------------------------
+
+
+async def _start_engine(args: dict[str, Any], *, ngram: bool) -> Any:
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    if ngram:
+        from vllm.model_executor.models.deepseek_ocr import NGramPerReqLogitsProcessor
+
+        args = {**args, "logits_processors": [NGramPerReqLogitsProcessor]}
+    logger.info("starting vLLM engine: %s", {k: v for k, v in args.items() if k != "model"})
+    return AsyncLLM.from_engine_args(AsyncEngineArgs(**args))
+
+
+async def _tokenizer(engine: Any) -> Any:
+    tokenizer = engine.get_tokenizer()
+    return await tokenizer if asyncio.iscoroutine(tokenizer) else tokenizer
+
+
+async def _detokenize(engine: Any, token_ids: list[int]) -> str:
+    tokenizer = await _tokenizer(engine)
+    return tokenizer.decode(token_ids, skip_special_tokens=False)
+
+
+async def _generate(engine: Any, image: Image.Image, params: Any, request_id: str) -> Any:
+    started = time.perf_counter()
+    final = None
+    prompt = {"prompt": vllm_prompt(), "multi_modal_data": {"image": image}}
+    async for output in engine.generate(prompt, params, request_id):
+        final = output
+    if final is None:
+        raise EngineError("vLLM returned no output for the page")
+    return final, time.perf_counter() - started
