@@ -1,0 +1,336 @@
+"""Reader's conventions (POST /, GET /<url>, X-* headers, Accept) over real jobs and workers."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+from django.utils import timezone
+
+from tests import documents
+from tests.conftest import client_for
+from tests.document_server import document_server
+from webapp.jobs.models import Job, Page
+from webapp.results.models import CachedPage
+from webapp.results.services import engine_version, options_key
+
+with_worker = pytest.mark.django_db(transaction=True)
+without_worker = pytest.mark.django_db
+
+
+@pytest.fixture
+def server():
+    with document_server() as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def local_fetches():
+    """The document server is on loopback, which the SSRF policy refuses unless allowed."""
+    with override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"]):
+        yield
+
+
+def post_file(client, data: bytes, name: str = "report.pdf", **headers):
+    upload = SimpleUploadedFile(name, data)
+    return client.post("/", {"file": upload}, format="multipart", **headers)
+
+
+def sse_frames(response) -> list[tuple[str, dict]]:
+    text = b"".join(response.streaming_content).decode()
+    frames = []
+    for block in text.strip().split("\n\n"):
+        event, data = block.split("\n", 1)
+        frames.append((event.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    return frames
+
+
+# --- with a worker -------------------------------------------------------------------------------
+
+
+@with_worker
+def test_a_posted_pdf_comes_back_in_the_json_envelope(api, worker):
+    response = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["code"], body["status"]) == (200, 20000)
+    data = body["data"]
+    assert data["numPages"] == 3
+    assert data["title"] == documents.BORN_DIGITAL_TITLE
+    for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
+        assert marker in data["content"]
+    assert data["usage"]["tokens"] > 0
+    assert body["meta"]["usage"]["tokens"] == data["usage"]["tokens"]
+
+
+@with_worker
+def test_a_base64_pdf_in_a_json_body_with_x_page_reads_one_page(api, worker):
+    pdf = base64.b64encode(documents.born_digital_pdf()).decode()
+
+    response = api.post(
+        "/", {"pdf": pdf}, format="json", HTTP_X_PAGE="2", HTTP_ACCEPT="application/json"
+    )
+
+    content = response.json()["data"]["content"]
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[1] in content
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[0] not in content
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[2] not in content
+
+
+@with_worker
+def test_get_with_the_url_in_the_path_answers_in_readers_text_layout(
+    api, worker, server, local_fetches
+):
+    response = api.get(f"/{server}/report.pdf%233")
+
+    assert response.status_code == 200, response.content
+    text = response.content.decode()
+    # The title is the first heading of what was read: page 3's here.
+    assert text.startswith(
+        f"Title: {documents.BORN_DIGITAL_HEADINGS[2]}\n\nURL Source: {server}/report.pdf\n\n"
+    )
+    assert "Number of Pages: 3\n\nMarkdown Content:\n" in text
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[2] in text
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[0] not in text
+    assert int(response["X-Usage-Tokens"]) > 0
+
+
+@with_worker
+def test_a_posted_url_is_fetched_and_its_real_type_sniffed(api, worker, server, local_fetches):
+    response = api.post(
+        "/", {"url": f"{server}/mislabelled"}, format="json", HTTP_ACCEPT="application/json"
+    )
+
+    assert response.status_code == 200, response.content
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[0] in response.json()["data"]["content"]
+
+
+@with_worker
+def test_respond_with_text_drops_the_markdown(api, worker):
+    response = post_file(
+        api, documents.born_digital_pdf(), HTTP_X_RESPOND_WITH="text", HTTP_X_PAGE="1-2"
+    )
+
+    content = response.content.decode().split("Markdown Content:\n", 1)[1]
+    assert documents.BORN_DIGITAL_TABLE_ROWS[0][0] in content
+    assert "|" not in content
+    assert "\n#" not in content and not content.startswith("#")
+
+
+@with_worker
+def test_an_event_stream_sends_a_frame_per_page_and_ends_complete(api, worker):
+    response = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="text/event-stream")
+
+    assert response["Content-Type"] == "text/event-stream"
+    frames = sse_frames(response)
+    assert all(event == "data" for event, _ in frames)
+    # One frame per finished page at most (pages finishing together share one), the last whole.
+    assert 1 <= len(frames) <= 3
+    contents = [data["content"] for _, data in frames]
+    assert contents == sorted(contents, key=len)
+    for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
+        assert marker in contents[-1]
+
+
+@with_worker
+def test_the_job_stops_at_its_token_budget(api, worker):
+    response = post_file(
+        api, documents.born_digital_pdf(), HTTP_X_TOKEN_BUDGET="1", HTTP_ACCEPT="application/json"
+    )
+
+    assert response.status_code == 200
+    job = Job.objects.get(pk=response["X-Folio-Job"])
+    assert job.status == Job.Status.PARTIALLY_FAILED
+    stopped = job.pages.filter(status=Page.Status.FAILED)
+    assert stopped.exists()
+    assert all("token budget of 1" in page.error for page in stopped)
+
+
+# --- without a worker ----------------------------------------------------------------------------
+
+
+@without_worker
+def test_a_cached_result_returns_without_touching_a_worker(api):
+    data = documents.png_page()
+    import hashlib
+
+    CachedPage.objects.create(
+        sha256=hashlib.sha256(data).hexdigest(),
+        engine="local",
+        engine_version=engine_version("local"),
+        options_key=options_key({"table_format": "markdown"}),
+        page_number=1,
+        markdown="Invoice number 4721 from the cache",
+        output_tokens=7,
+        created_at=timezone.now(),
+    )
+
+    response = post_file(api, data, "page.png", HTTP_ACCEPT="application/json", HTTP_X_TIMEOUT="5")
+
+    assert response.status_code == 200
+    assert "from the cache" in response.json()["data"]["content"]
+    assert Page.objects.get().method == "cache"
+    assert response.json()["data"]["usage"]["tokens"] == 7
+
+
+@without_worker
+def test_no_cache_and_an_old_cache_entry_both_send_the_page_to_a_worker(api):
+    data = documents.png_page()
+    import hashlib
+
+    CachedPage.objects.create(
+        sha256=hashlib.sha256(data).hexdigest(),
+        engine="local",
+        engine_version=engine_version("local"),
+        options_key=options_key({"table_format": "markdown"}),
+        page_number=1,
+        markdown="cached",
+        created_at=timezone.now() - timezone.timedelta(hours=1),
+    )
+
+    no_cache = post_file(api, data, "page.png", HTTP_X_NO_CACHE="true", HTTP_PREFER="respond-async")
+    too_old = post_file(
+        api, data, "page.png", HTTP_X_CACHE_TOLERANCE="60", HTTP_PREFER="respond-async"
+    )
+
+    assert no_cache.status_code == too_old.status_code == 202
+    assert not Page.objects.filter(method="cache").exists()
+
+
+@without_worker
+def test_a_job_not_done_within_x_timeout_answers_202_with_its_link(api):
+    # Inside the test's transaction nothing is sent to a queue: the job cannot finish.
+    response = post_file(api, documents.png_page(), "page.png", HTTP_X_TIMEOUT="1")
+
+    assert response.status_code == 202
+    body = response.json()
+    job_id = body["data"]["jobId"]
+    assert body["data"]["poll"].endswith(f"/v1/jobs/{job_id}")
+    assert api.get(f"/v1/jobs/{job_id}").status_code == 200
+
+
+@without_worker
+@pytest.mark.parametrize(
+    ("headers", "words"),
+    [
+        ({"HTTP_X_PAGE": "9"}, "3 pages"),
+        ({"HTTP_X_PAGE": "-1"}, "page"),
+        ({"HTTP_X_PAGE": "1-999999"}, "3 pages"),
+        ({"HTTP_X_TIMEOUT": "abc"}, "X-Timeout"),
+        ({"HTTP_X_TIMEOUT": "500"}, "180"),
+        ({"HTTP_X_RESPOND_WITH": "screenshot"}, "jina-ocr-v1"),
+        ({"HTTP_X_TOKEN_BUDGET": "lots"}, "X-Token-Budget"),
+        ({"HTTP_X_RESPOND_WITH": "jina-ocr-v1"}, "not available on this server"),
+    ],
+)
+def test_bad_headers_are_a_400_with_a_message_and_no_job(api, headers, words):
+    response = post_file(api, documents.born_digital_pdf(), **headers)
+
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert (body["code"], body["status"], body["data"]) == (400, 40001, None)
+    assert words in body["message"]
+    assert not Job.objects.exists()
+
+
+@without_worker
+def test_bad_bodies_say_what_is_missing_or_wrong(api):
+    nothing = api.post("/", {}, format="json")
+    not_base64 = api.post("/", {"pdf": "%%% not base64 %%%"}, format="json")
+    broken = post_file(api, documents.corrupt_pdf())
+
+    assert nothing.status_code == 400 and "`url`" in nothing.json()["message"]
+    assert not_base64.status_code == 400 and "base64" in not_base64.json()["message"]
+    assert broken.status_code == 422 and broken.json()["status"] == 42206
+    assert not Job.objects.exists()
+
+
+@without_worker
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:{port}/report.pdf",
+        "http://2130706433:{port}/report.pdf",  # 127.0.0.1 as one decimal number
+        "http://[::1]:{port}/report.pdf",
+        "http://[::ffff:127.0.0.1]:{port}/report.pdf",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://localhost:{port}/redirect?to=http://127.0.0.1:{port}/report.pdf",
+    ],
+)
+def test_urls_that_reach_internal_addresses_are_refused(api, server, target):
+    port = server.rsplit(":", 1)[1]
+    with override_settings(FOLIO_SSRF_ALLOW=["localhost"], FOLIO_FETCH_TIMEOUT=3):
+        response = api.post("/", {"url": target.format(port=port)}, format="json")
+
+    assert response.status_code == 451, response.content
+    assert response.json()["status"] == 45102
+    assert not Job.objects.exists()
+
+
+@without_worker
+def test_an_html_page_is_a_clear_422(api, server, local_fetches):
+    response = api.get(f"/{server}/page.html")
+
+    assert response.status_code == 422
+    assert "HTML page" in response.json()["message"]
+
+
+@without_worker
+def test_a_url_that_is_not_found_says_so(api, server, local_fetches):
+    response = api.get(f"/{server}/missing.pdf")
+
+    assert response.status_code == 422
+    assert "404" in response.json()["message"]
+
+
+@without_worker
+def test_anonymous_use_is_allowed_but_strictly_rate_limited(client):
+    address = f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.7"
+    with override_settings(FOLIO_READER_ANON_RATE="2/min"):
+        answers = [
+            post_file(
+                client,
+                documents.png_page(),
+                "page.png",
+                HTTP_PREFER="respond-async",
+                REMOTE_ADDR=address,
+            )
+            for _ in range(3)
+        ]
+
+    assert [answer.status_code for answer in answers] == [202, 202, 429]
+    assert answers[2].json()["status"] == 42903
+    assert int(answers[2]["Retry-After"]) > 0
+
+
+@without_worker
+def test_a_server_can_require_a_key(client):
+    with override_settings(FOLIO_READER_REQUIRE_KEY=True):
+        response = post_file(client, documents.png_page(), "page.png")
+
+    assert response.status_code == 401
+    assert response.json()["status"] == 40103
+
+
+@without_worker
+def test_the_index_answers_each_kind_of_client(client):
+    text = client.get("/")
+    as_json = client.get("/", HTTP_ACCEPT="application/json")
+    page = client.get("/", HTTP_ACCEPT="text/html,application/xhtml+xml")
+
+    assert "X-Respond-With" in text.content.decode()
+    assert "X-Page" in as_json.json()["data"]["headers"]
+    assert page["Content-Type"].startswith("text/html")
+
+
+@without_worker
+def test_another_users_reader_job_is_not_theirs_to_poll(api, make_user):
+    response = post_file(api, documents.png_page(), "page.png", HTTP_PREFER="respond-async")
+
+    other = client_for(make_user("mallory"))
+    assert other.get(f"/v1/jobs/{response.json()['data']['jobId']}").status_code == 404

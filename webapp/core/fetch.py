@@ -1,0 +1,95 @@
+"""Fetching a document from a URL on a user's behalf: bounded in size, time and redirects,
+and only from addresses that the SSRF policy allows."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from urllib.parse import unquote, urljoin, urlsplit
+
+import httpx
+from django.conf import settings
+
+from webapp.core.ssrf import AddressPolicy, BlockedAddress, guarded_client
+
+REDIRECTS = {301, 302, 303, 307, 308}
+
+
+class FetchError(ValueError):
+    """The URL could not be fetched; the message says why, in words a user can act on."""
+
+
+class FetchBlocked(FetchError):
+    """The URL (or a redirect) points at an address this server refuses to reach."""
+
+
+@dataclass(frozen=True)
+class FetchedDocument:
+    data: bytes
+    url: str  # after redirects
+    content_type: str
+    filename: str
+
+
+def address_policy() -> AddressPolicy:
+    return AddressPolicy.from_setting(settings.FOLIO_SSRF_ALLOW)
+
+
+def fetch_document(url: str) -> FetchedDocument:
+    _check_url(url)
+    deadline = time.monotonic() + settings.FOLIO_FETCH_TIMEOUT
+    with guarded_client(policy=address_policy(), timeout=settings.FOLIO_FETCH_TIMEOUT) as client:
+        for _ in range(settings.FOLIO_FETCH_MAX_REDIRECTS + 1):
+            try:
+                with client.stream(
+                    "GET", url, headers={"Accept": "application/pdf,image/*"}
+                ) as response:
+                    if response.status_code in REDIRECTS and "location" in response.headers:
+                        url = urljoin(url, response.headers["location"])
+                        _check_url(url)
+                        continue
+                    if response.status_code >= 400:
+                        raise FetchError(f"{url} answered HTTP {response.status_code}")
+                    return FetchedDocument(
+                        data=_read_bounded(response, deadline),
+                        url=url,
+                        content_type=response.headers.get("content-type", ""),
+                        filename=_filename(url),
+                    )
+            except BlockedAddress as exc:
+                raise FetchBlocked(str(exc)) from exc
+            except httpx.TimeoutException as exc:
+                raise FetchError(
+                    f"{url} did not answer within {settings.FOLIO_FETCH_TIMEOUT} s"
+                ) from exc
+            except httpx.HTTPError as exc:
+                raise FetchError(f"{url} could not be fetched: {exc}") from exc
+    raise FetchError(f"more than {settings.FOLIO_FETCH_MAX_REDIRECTS} redirects; gave up")
+
+
+def _check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise FetchError(f"only http and https URLs can be fetched, not {parts.scheme or 'this'!r}")
+    if not parts.hostname:
+        raise FetchError(f"{url!r} has no host name")
+
+
+def _read_bounded(response: httpx.Response, deadline: float) -> bytes:
+    limit = settings.FOLIO_MAX_UPLOAD_BYTES
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise FetchError(f"the document is {int(declared):,} bytes; the limit is {limit:,}")
+    chunks, size = [], 0
+    for chunk in response.iter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise FetchError(f"the document is larger than the limit of {limit:,} bytes")
+        if time.monotonic() > deadline:
+            raise FetchError(f"the download took longer than {settings.FOLIO_FETCH_TIMEOUT} s")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _filename(url: str) -> str:
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "document"

@@ -1,0 +1,111 @@
+"""Outbound HTTP that cannot be aimed at our own network (SSRF protection).
+
+Every connection is checked when it is made, not when a URL is parsed: the host name is
+resolved, every address it resolves to must be public (or allowed by FOLIO_SSRF_ALLOW), and
+the socket is opened to the address that was checked. Redirects open new connections, so each
+hop is checked the same way, and a DNS answer that changes between check and use cannot slip
+through (there is no second lookup). Decimal, octal and IPv4-mapped IPv6 spellings of an
+address all resolve to the address itself and are judged as such.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import httpcore
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class BlockedAddress(httpx.TransportError):
+    """The target resolves to an address this server must not connect to."""
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Public addresses only, except the host names and networks explicitly allowed."""
+
+    allowed_hosts: frozenset[str] = frozenset()
+    allowed_networks: tuple[IPNetwork, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_setting(cls, entries: Iterable[str]) -> AddressPolicy:
+        """``FOLIO_SSRF_ALLOW``: host names and CIDR networks, e.g. ``files.corp,10.8.0.0/16``."""
+        hosts, networks = set(), []
+        for entry in entries:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                hosts.add(entry.lower().rstrip("."))
+        return cls(allowed_hosts=frozenset(hosts), allowed_networks=tuple(networks))
+
+    def check(self, host: str, address: IPAddress) -> None:
+        if host.lower().rstrip(".") in self.allowed_hosts:
+            return
+        if any(address in network for network in self.allowed_networks):
+            return
+        if not is_public(address):
+            raise BlockedAddress(
+                f"{host} resolves to {address}, a private, loopback, link-local or otherwise "
+                "internal address; this server does not fetch from those"
+            )
+
+
+def is_public(address: IPAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise httpx.ConnectError(
+            f"the host name {host!r} does not resolve ({exc.strerror})"
+        ) from exc
+    # getaddrinfo may add a scope to link-local IPv6 ("fe80::1%eth0"); the scope is not part
+    # of the address we judge.
+    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """httpcore's socket layer, but every connection goes to a checked address."""
+
+    def __init__(self, policy: AddressPolicy):
+        self.policy = policy
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        addresses = resolve(host, port)
+        # Every address must pass, not just the first: a name that resolves to a public and a
+        # private address would otherwise be a coin toss away from the inside.
+        for address in addresses:
+            self.policy.check(host, address)
+        error: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(
+                    str(address), port, timeout, local_address, socket_options
+                )
+            except httpcore.ConnectError as exc:
+                error = exc
+        raise error or httpcore.ConnectError(f"no address for {host}")
+
+
+def guarded_client(*, policy: AddressPolicy, timeout: float, **kwargs) -> httpx.Client:
+    """An httpx client whose every connection is checked by ``policy``. Redirects are left to
+    the caller (``follow_redirects=False``), who must also bound them."""
+    transport = httpx.HTTPTransport(retries=0)
+    # httpx has no public hook for the socket layer; its pool takes one. (Pinned httpx; the
+    # tests prove a private address is refused, so a change here cannot pass unnoticed.)
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(), network_backend=GuardedBackend(policy)
+    )
+    return httpx.Client(
+        transport=transport, timeout=timeout, follow_redirects=False, trust_env=False, **kwargs
+    )

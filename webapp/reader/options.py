@@ -1,0 +1,137 @@
+"""What a Reader request asks for, from its headers (and, for POST, its body), validated
+before anything is fetched or stored."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+
+from webapp.core.errors import bad_parameter
+
+MAX_TIMEOUT_SECONDS = 180
+# X-Respond-With values: the format of the answer, or the model to read with.
+TEXT_FORMATS = ("markdown", "content", "text")
+MODELS = ("jina-ocr-v1",)
+RESPOND_WITH = (*TEXT_FORMATS, *MODELS)
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+# Body keys (POST only) that stand in for headers, in Reader's camelCase.
+BODY_OPTIONS = {
+    "X-Respond-With": "respondWith",
+    "X-Return-Format": "returnFormat",
+    "X-Page": "page",
+    "X-Timeout": "timeout",
+    "X-No-Cache": "noCache",
+    "X-Cache-Tolerance": "cacheTolerance",
+    "X-Token-Budget": "tokenBudget",
+}
+
+
+@dataclass(frozen=True)
+class ReaderOptions:
+    respond_with: str = "markdown"
+    pages: str | None = None
+    timeout: int = 0
+    no_cache: bool = False
+    cache_tolerance: timedelta | None = None
+    token_budget: int | None = None
+    respond_async: bool = False
+    response_format: str = "text"  # "text" | "json" | "sse"
+
+    @property
+    def plain_text(self) -> bool:
+        return self.respond_with == "text"
+
+    @property
+    def model(self) -> str | None:
+        return self.respond_with if self.respond_with in MODELS else None
+
+
+def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
+    def option(header: str) -> str | None:
+        value = request.headers.get(header)
+        if value is None and request.method == "POST":
+            value = body.get(BODY_OPTIONS.get(header, ""))
+        return None if value is None else str(value).strip()
+
+    return ReaderOptions(
+        respond_with=_respond_with(option("X-Respond-With") or option("X-Return-Format")),
+        pages=option("X-Page") or _fragment_page(url),
+        timeout=_timeout(option("X-Timeout")),
+        no_cache=_flag("X-No-Cache", option("X-No-Cache")),
+        cache_tolerance=_seconds("X-Cache-Tolerance", option("X-Cache-Tolerance")),
+        token_budget=_positive("X-Token-Budget", option("X-Token-Budget")),
+        respond_async="respond-async" in request.headers.get("Prefer", "").lower(),
+        response_format=_response_format(request.headers.get("Accept", "")),
+    )
+
+
+def without_fragment(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(fragment=""))
+
+
+def _respond_with(value: str | None) -> str:
+    value = (value or "markdown").lower()
+    if value not in RESPOND_WITH:
+        raise bad_parameter(
+            f"X-Respond-With {value!r} is not supported; use one of: {', '.join(RESPOND_WITH)}"
+        )
+    return value
+
+
+def _fragment_page(url: str | None) -> str | None:
+    """Reader's ``#N`` (and ``#page=N``) at the end of the URL picks a page."""
+    if not url:
+        return None
+    fragment = urlsplit(url).fragment.strip()
+    fragment = fragment.removeprefix("page=")
+    return fragment or None
+
+
+def _timeout(value: str | None) -> int:
+    if value is None or value == "":
+        return settings.FOLIO_READER_TIMEOUT
+    if not value.isdigit() or not 1 <= int(value) <= MAX_TIMEOUT_SECONDS:
+        raise bad_parameter(
+            f"X-Timeout {value!r} must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECONDS}"
+        )
+    return int(value)
+
+
+def _flag(name: str, value: str | None) -> bool:
+    if value is None:
+        return False
+    if value.lower() in _TRUE or value == "":
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise bad_parameter(f"{name} {value!r} must be true or false")
+
+
+def _seconds(name: str, value: str | None) -> timedelta | None:
+    if value is None or value == "":
+        return None
+    if not value.isdigit():
+        raise bad_parameter(f"{name} {value!r} must be a whole number of seconds")
+    return timedelta(seconds=int(value))
+
+
+def _positive(name: str, value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise bad_parameter(f"{name} {value!r} must be a positive whole number")
+    return int(value)
+
+
+def _response_format(accept: str) -> str:
+    accept = accept.lower()
+    if "text/event-stream" in accept:
+        return "sse"
+    if "application/json" in accept:
+        return "json"
+    return "text"

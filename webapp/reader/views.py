@@ -1,0 +1,142 @@
+"""The Reader endpoint: ``POST /`` and ``GET /<url>``, a synchronous wrapper over a job."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.views import APIView
+
+from webapp.core.errors import ApiError, bad_parameter, too_large, unprocessable
+from webapp.core.renderers import AnyMediaJSONRenderer
+from webapp.jobs import services
+from webapp.jobs.waiting import job_wait
+from webapp.reader.anonymous import anonymous_owner
+from webapp.reader.engines import engine_for_model
+from webapp.reader.options import RESPOND_WITH, reader_options
+from webapp.reader.responses import accepted_response, event_stream, finished_response
+from webapp.reader.sources import document_source
+from webapp.reader.throttles import AnonymousReaderThrottle
+
+logger = logging.getLogger(__name__)
+
+READER_HEADERS = [
+    OpenApiParameter("X-Respond-With", str, OpenApiParameter.HEADER, enum=list(RESPOND_WITH)),
+    OpenApiParameter("X-Page", str, OpenApiParameter.HEADER, description="`3`, `2-5,7`"),
+    OpenApiParameter("X-Timeout", int, OpenApiParameter.HEADER, description="seconds, at most 180"),
+    OpenApiParameter("X-No-Cache", bool, OpenApiParameter.HEADER),
+    OpenApiParameter("X-Cache-Tolerance", int, OpenApiParameter.HEADER, description="seconds"),
+    OpenApiParameter("X-Token-Budget", int, OpenApiParameter.HEADER),
+]
+
+_SUBMISSION_ERRORS = {
+    "bad_parameter": bad_parameter,
+    "unprocessable": unprocessable,
+    "too_large": too_large,
+    "over_budget": lambda message: ApiError(
+        message, http_status=409, name="BudgetExceededError", detail_code=40904
+    ),
+}
+
+
+class ReaderView(APIView):
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    renderer_classes = [AnyMediaJSONRenderer]
+    throttle_classes = [AnonymousReaderThrottle]
+
+    def get_permissions(self):
+        return [IsAuthenticated() if settings.FOLIO_READER_REQUIRE_KEY else AllowAny()]
+
+    @extend_schema(parameters=READER_HEADERS, responses={200: dict, 202: dict})
+    def get(self, request, target: str | None = None):
+        if target is None:
+            return self.index(request)
+        return self.read(request, body={}, url=_target_url(request))
+
+    @extend_schema(parameters=READER_HEADERS, request=dict, responses={200: dict, 202: dict})
+    def post(self, request):
+        body = request.data if hasattr(request.data, "get") else {}
+        url = body.get("url")
+        if url is not None and not isinstance(url, str):
+            raise bad_parameter("`url` must be a string")
+        return self.read(request, body=body, url=url or None)
+
+    def read(self, request, *, body, url: str | None):
+        options = reader_options(request, body=body, url=url)
+        engine = engine_for_model(options.model)
+        source = document_source(body=body, url=url)
+        anonymous = not (request.user and request.user.is_authenticated)
+        try:
+            job = services.job_submit(
+                owner=anonymous_owner() if anonymous else request.user,
+                data=source.data,
+                filename=source.filename,
+                page_selection=options.pages,
+                engine=engine,
+                options=services.JobOptions.parse(token_budget=options.token_budget),
+                cache=services.CachePolicy(
+                    use=not options.no_cache, max_age=options.cache_tolerance
+                ),
+            )
+        except services.SubmissionError as exc:
+            raise _SUBMISSION_ERRORS[exc.kind](str(exc)) from exc
+        poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
+        if options.respond_async:
+            return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
+        if options.response_format == "sse":
+            return event_stream(job=job, source=source, options=options)
+        job = job_wait(job_id=job.id, timeout=options.timeout)
+        if not job.is_final:
+            return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
+        return finished_response(job=job, source=source, options=options)
+
+    def index(self, request):
+        if "text/html" in request.headers.get("Accept", ""):
+            return render(request, "home.html")
+        usage = {
+            "usage": "POST / with a JSON, form or multipart body carrying `url`, `file` or `pdf`; "
+            "or GET /<url>",
+            "headers": {
+                "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
+                "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
+                "X-Timeout": "seconds to wait, at most 180; a 202 with the job's link after that",
+                "X-No-Cache": "true to read again instead of using a cached result",
+                "X-Cache-Tolerance": "seconds: the oldest cached result to accept",
+                "X-Token-Budget": "the most tokens to spend",
+                "Accept": "text/plain (default), application/json or text/event-stream",
+                "Authorization": "Bearer <key> (anonymous use is rate-limited)",
+            },
+            "jobs": "/v1/jobs",
+            "openai": "/v1/chat/completions",
+            "schema": "/api/schema/",
+        }
+        if "application/json" in request.headers.get("Accept", ""):
+            return JsonResponse({"code": 200, "status": 20000, "data": usage})
+        lines = ["Folio: document OCR with Jina Reader's conventions", "", usage["usage"], ""]
+        lines += [f"{name}: {text}" for name, text in usage["headers"].items()]
+        lines += [
+            "",
+            "Jobs API: /v1/jobs",
+            "OpenAI-compatible: /v1/chat/completions",
+            "Schema: /api/schema/",
+        ]
+        return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
+
+
+def _target_url(request) -> str:
+    """The URL in the path, with its query string; `//` may arrive squeezed to `/`."""
+    target = request.get_full_path()[1:]
+    # A page fragment ("#3") can only travel in a path percent-encoded.
+    if "%23" in target:
+        head, _, fragment = target.rpartition("%23")
+        target = f"{head}#{fragment}"
+    for scheme in ("https:/", "http:/"):
+        if target.startswith(scheme) and not target.startswith(scheme + "/"):
+            target = scheme + "/" + target[len(scheme) :]
+    return target

@@ -1,0 +1,67 @@
+"""The page result cache: looked up at submission, filled when a page succeeds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timedelta
+from functools import cache
+
+from django.utils import timezone
+
+from model.engines.registry import engine_class
+from webapp.results.models import CachedPage
+
+
+@cache
+def engine_version(engine: str) -> str:
+    return engine_class(engine).version
+
+
+def options_key(options: dict) -> str:
+    return hashlib.sha256(json.dumps(options, sort_keys=True).encode()).hexdigest()
+
+
+def cached_pages(
+    *, sha256: str, engine: str, options: dict, pages: list[int], max_age: timedelta | None
+) -> dict[int, CachedPage]:
+    """The cached transcriptions of ``pages``, by page number; ``max_age`` None means any."""
+    entries = CachedPage.objects.filter(
+        sha256=sha256,
+        engine=engine,
+        engine_version=engine_version(engine),
+        options_key=options_key(options),
+        page_number__in=pages,
+    )
+    if max_age is not None:
+        entries = entries.filter(created_at__gte=timezone.now() - max_age)
+    return {entry.page_number: entry for entry in entries}
+
+
+def cached_page_store(
+    *,
+    sha256: str,
+    engine: str,
+    engine_version: str,
+    options: dict,
+    page_number: int,
+    markdown: str,
+    method: str,
+    input_tokens: int,
+    output_tokens: int,
+    now: datetime | None = None,
+) -> None:
+    CachedPage.objects.update_or_create(
+        sha256=sha256,
+        engine=engine,
+        engine_version=engine_version,
+        options_key=options_key(options),
+        page_number=page_number,
+        defaults={
+            "markdown": markdown,
+            "method": method,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "created_at": now or timezone.now(),
+        },
+    )
