@@ -39,6 +39,15 @@ app.conf.update(
     worker_hijack_root_logger=False,
     beat_schedule={
         "reap-pages": {"task": "folio.reap_pages", "schedule": 60.0},
+        # Deliveries whose message was lost (Redis restarted) or whose back-off was long.
+        "dispatch-webhooks": {
+            "task": "folio.dispatch_webhooks",
+            "schedule": float(settings.FOLIO_WEBHOOK_SWEEP_SECONDS),
+        },
+        "expire-jobs": {
+            "task": "folio.expire_jobs",
+            "schedule": float(settings.FOLIO_RETENTION_SWEEP_SECONDS),
+        },
     },
     imports=["ocr_worker.tasks", "ocr_worker.engines"],
 )

@@ -14,7 +14,9 @@ from django.conf import settings
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
+from webapp.accounts import services as account_services
 from webapp.jobs import services
+from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +78,24 @@ def reap_pages() -> int:
         stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
         unsent_after=timedelta(minutes=1),
     )
+
+
+@app.task(name="folio.deliver_webhook", acks_late=True)
+def deliver_webhook(delivery_id: str) -> str:
+    # A redelivered message is harmless: the attempt claims the delivery first.
+    return webhook_services.delivery_attempt(delivery_id=delivery_id)
+
+
+@app.task(name="folio.dispatch_webhooks", acks_late=True)
+def dispatch_webhooks() -> int:
+    return webhook_services.deliveries_dispatch_due()
+
+
+@app.task(name="folio.expire_jobs", acks_late=True)
+def expire_jobs() -> int:
+    expired = services.jobs_expire()
+    account_services.usage_counters_prune()
+    return expired
 
 
 def _worker_id() -> str:

@@ -43,7 +43,7 @@ def test_a_born_digital_pdf_comes_back_as_markdown_with_its_table_in_order(api, 
     job, markdown = finished_markdown(api, documents.born_digital_pdf(), "report.pdf")
 
     assert job["status"] == "succeeded"
-    assert job["progress"] == {"total": 3, "done": 3, "failed": 0}
+    assert job["progress"] | {"total": 3, "done": 3, "failed": 0} == job["progress"]
     assert_in_order(markdown, documents.BORN_DIGITAL_PAGE_MARKERS)
     for heading in documents.BORN_DIGITAL_HEADINGS:
         assert heading in markdown

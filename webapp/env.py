@@ -56,3 +56,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_int_list(name: str, default: list[int], *, minimum: int | None = None) -> list[int]:
+    """Comma-separated integers, e.g. ``5,300,1800``; an empty list falls back to ``default``."""
+    values = []
+    for item in env_list(name, []):
+        try:
+            value = int(item)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an integer") from None
+        if minimum is not None and value < minimum:
+            raise ImproperlyConfigured(f"{name}: {value} is below the minimum of {minimum}")
+        values.append(value)
+    return values or default

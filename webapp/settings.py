@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from webapp.env import env_bool, env_int, env_list, env_str
+from webapp.env import env_bool, env_int, env_int_list, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FOLIO_VAR_DIR", str(BASE_DIR / "var")))
@@ -33,6 +33,7 @@ INSTALLED_APPS = [
     "webapp.core",
     "webapp.accounts",
     "webapp.jobs",
+    "webapp.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -146,6 +147,30 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Document OCR: PDFs and page images in, Markdown out.",
     "VERSION": "1",
 }
+
+# --- accounts, quotas, job lifecycle, webhooks -----------------------------------------------
+# Sign-up at /account/signup/; switch it off where an admin hands out the accounts.
+FOLIO_SIGNUP_ENABLED = env_bool("FOLIO_SIGNUP_ENABLED", True)
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "account-home"
+LOGOUT_REDIRECT_URL = "login"
+# Defaults for every user (0: no limit); a user's own limits are set in the admin.
+FOLIO_PAGES_PER_DAY = env_int("FOLIO_PAGES_PER_DAY", 10_000, minimum=0)
+FOLIO_REQUESTS_PER_MINUTE = env_int("FOLIO_REQUESTS_PER_MINUTE", 120, minimum=0)
+# Files and results of a finished job are deleted this long after it finished (0: kept).
+FOLIO_RETENTION_HOURS = env_int("FOLIO_RETENTION_HOURS", 7 * 24, minimum=0)
+FOLIO_RETENTION_SWEEP_SECONDS = env_int("FOLIO_RETENTION_SWEEP_SECONDS", 3600, minimum=1)
+# Links in webhook bodies are absolute: the address clients reach this service at.
+FOLIO_PUBLIC_URL = env_str("FOLIO_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# Seconds to wait before each retry of a failed delivery; after the last one it is dead.
+FOLIO_WEBHOOK_RETRY_SCHEDULE = env_int_list(
+    "FOLIO_WEBHOOK_RETRY_SCHEDULE", [5, 300, 1800, 7200, 18000, 36000], minimum=0
+)
+FOLIO_WEBHOOK_TIMEOUT = env_int("FOLIO_WEBHOOK_TIMEOUT", 10, minimum=1)
+# How often beat re-sends deliveries that are due (a lost message or a long back-off).
+FOLIO_WEBHOOK_SWEEP_SECONDS = env_int("FOLIO_WEBHOOK_SWEEP_SECONDS", 30, minimum=1)
+# After a secret rotation the old secret keeps signing (beside the new one) this long.
+FOLIO_WEBHOOK_ROTATION_HOURS = env_int("FOLIO_WEBHOOK_ROTATION_HOURS", 24, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from webapp.accounts.models import ApiKey
+from webapp.accounts.models import AccountLimits, ApiKey
 
 
 @admin.register(ApiKey)
@@ -9,3 +9,10 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = ["revoked_at"]
     search_fields = ["prefix", "name", "user__username"]
     readonly_fields = ["prefix", "digest", "created_at", "last_used_at"]
+
+
+@admin.register(AccountLimits)
+class AccountLimitsAdmin(admin.ModelAdmin):
+    list_display = ["user", "pages_per_day", "requests_per_minute"]
+    search_fields = ["user__username"]
+    autocomplete_fields = ["user"]

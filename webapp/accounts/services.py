@@ -1,17 +1,22 @@
-"""Writes for users and API keys."""
+"""Writes for users, API keys, and the usage counted against quotas and rate limits."""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import F
 from django.utils import timezone
 
-from webapp.accounts.models import ApiKey
+from webapp.accounts.models import AccountLimits, ApiKey, UsageCounter
+
+logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "folio_"
 PREFIX_LENGTH = len(KEY_PREFIX) + 6
@@ -57,3 +62,168 @@ def api_key_authenticate(*, secret: str) -> ApiKey | None:
 
 def api_key_revoke(*, api_key: ApiKey) -> None:
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def user_ensure_admin(
+    *, username: str, password: str, email: str = ""
+) -> tuple[AbstractBaseUser, bool]:
+    """Create the admin, or make an existing user one with this password (idempotent, so a
+    container can run it at every start)."""
+    user, created = get_user_model().objects.get_or_create(
+        username=username, defaults={"email": email}
+    )
+    user.is_staff = user.is_superuser = user.is_active = True
+    user.set_password(password)
+    user.save()
+    return user, created
+
+
+def api_key_revoke_owned(*, user: AbstractBaseUser, key_id: int) -> bool:
+    """Revoke one of ``user``'s keys; ``False`` if there is no such key of theirs."""
+    api_key = ApiKey.objects.filter(user=user, pk=key_id).first()
+    if api_key is None:
+        return False
+    api_key_revoke(api_key=api_key)
+    return True
+
+
+# --- quotas and rate limits -------------------------------------------------------------------
+
+
+class QuotaExceeded(Exception):
+    """A submission over the user's rate limit or daily page quota. ``retry_after`` is the
+    number of seconds until it could pass, or ``None`` when waiting cannot help (one job
+    larger than the whole daily quota)."""
+
+    def __init__(self, message: str, *, retry_after: int | None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Limits:
+    pages_per_day: int  # 0: no limit
+    requests_per_minute: int
+
+
+def limits_for(*, user: AbstractBaseUser) -> Limits:
+    own = AccountLimits.objects.filter(user=user).first()
+
+    def pick(value: int | None, default: int) -> int:
+        return default if value is None else value
+
+    return Limits(
+        pages_per_day=pick(own and own.pages_per_day, settings.FOLIO_PAGES_PER_DAY),
+        requests_per_minute=pick(
+            own and own.requests_per_minute, settings.FOLIO_REQUESTS_PER_MINUTE
+        ),
+    )
+
+
+def _window(kind: str, now: datetime) -> tuple[datetime, datetime]:
+    if kind == UsageCounter.Kind.REQUESTS_MINUTE:
+        start = now.replace(second=0, microsecond=0)
+        return start, start + timedelta(minutes=1)
+    start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return start, start + timedelta(days=1)
+
+
+def _take(
+    *, user: AbstractBaseUser, kind: str, amount: int, limit: int, now: datetime
+) -> int | None:
+    """Add ``amount`` to the current window if it stays within ``limit``; otherwise answer the
+    seconds until the window ends. One conditional UPDATE: racing requests cannot both pass."""
+    start, end = _window(kind, now)
+    UsageCounter.objects.get_or_create(user=user, kind=kind, window_start=start)
+    taken = UsageCounter.objects.filter(
+        user=user, kind=kind, window_start=start, count__lte=limit - amount
+    ).update(count=F("count") + amount)
+    if taken:
+        return None
+    return max(1, int((end - now).total_seconds() + 0.999))
+
+
+def request_rate_admit(*, user: AbstractBaseUser, now: datetime | None = None) -> None:
+    """Count one submission against the user's requests-per-minute limit, or refuse it."""
+    limit = limits_for(user=user).requests_per_minute
+    if not limit:
+        return
+    now = now or timezone.now()
+    wait = _take(user=user, kind=UsageCounter.Kind.REQUESTS_MINUTE, amount=1, limit=limit, now=now)
+    if wait is not None:
+        raise QuotaExceeded(
+            f"rate limit reached: at most {limit} requests per minute for this account",
+            retry_after=wait,
+        )
+
+
+def page_quota_check(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+    """Refuse early, without counting, what ``page_quota_take`` would refuse now (so that a
+    refused upload is not even stored)."""
+    limit = limits_for(user=user).pages_per_day
+    if not limit:
+        return
+    now = now or timezone.now()
+    start, end = _window(UsageCounter.Kind.PAGES_DAY, now)
+    used = (
+        UsageCounter.objects.filter(user=user, kind=UsageCounter.Kind.PAGES_DAY, window_start=start)
+        .values_list("count", flat=True)
+        .first()
+    ) or 0
+    if pages > limit:
+        _refuse_whole_day(pages=pages, limit=limit)
+    if used + pages > limit:
+        raise QuotaExceeded(
+            f"daily page quota reached: {used} of {limit} pages used today (UTC) and this job "
+            f"has {pages}",
+            retry_after=max(1, int((end - now).total_seconds() + 0.999)),
+        )
+
+
+def _refuse_whole_day(*, pages: int, limit: int) -> None:
+    raise QuotaExceeded(
+        f"this job has {pages} pages and this account may submit {limit} pages per day; "
+        "select fewer pages (`pages`)",
+        retry_after=None,
+    )
+
+
+def page_quota_take(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+    """Count ``pages`` against today's (UTC) page quota, or refuse them. Call it inside the
+    transaction that creates the job, so a submission that fails later gives them back."""
+    limit = limits_for(user=user).pages_per_day
+    if not limit:
+        return
+    if pages > limit:
+        _refuse_whole_day(pages=pages, limit=limit)
+    now = now or timezone.now()
+    wait = _take(user=user, kind=UsageCounter.Kind.PAGES_DAY, amount=pages, limit=limit, now=now)
+    if wait is not None:
+        used = (
+            UsageCounter.objects.filter(
+                user=user,
+                kind=UsageCounter.Kind.PAGES_DAY,
+                window_start=_window(UsageCounter.Kind.PAGES_DAY, now)[0],
+            )
+            .values_list("count", flat=True)
+            .first()
+        )
+        raise QuotaExceeded(
+            f"daily page quota reached: {used} of {limit} pages used today (UTC) and this job "
+            f"has {pages}",
+            retry_after=wait,
+        )
+
+
+def quota_check(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+    """Both limits for a submission that does not go through ``job_submit`` (which applies
+    them itself): counts one request and ``pages`` pages, or raises ``QuotaExceeded``."""
+    request_rate_admit(user=user, now=now)
+    page_quota_take(user=user, pages=pages, now=now)
+
+
+def usage_counters_prune(*, now: datetime | None = None) -> int:
+    """Forget windows that can no longer matter (older than two days)."""
+    now = now or timezone.now()
+    deleted, _ = UsageCounter.objects.filter(window_start__lt=now - timedelta(days=2)).delete()
+    return deleted

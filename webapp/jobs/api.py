@@ -1,30 +1,60 @@
-"""The jobs API: submit a document, follow its pages, fetch the result."""
+"""The jobs API: submit a document, follow its pages, fetch the result; list, cancel and
+delete jobs."""
 
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import APIException, NotFound, Throttled
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.core.errors import bad_parameter, conflict, too_large, unprocessable
+from webapp.core.errors import ApiError, bad_parameter, conflict, too_large, unprocessable
 from webapp.core.renderers import MarkdownRenderer
 from webapp.jobs import selectors, services
 from webapp.jobs.serializers import (
     JobCreateSerializer,
     JobDetailSerializer,
+    JobListQuerySerializer,
     JobSerializer,
     PageResultSerializer,
 )
+
+IDEMPOTENCY_KEY_MAX = 255
 
 _SUBMISSION_ERRORS = {
     "bad_parameter": bad_parameter,
     "unprocessable": unprocessable,
     "too_large": too_large,
+    "idempotency_mismatch": unprocessable,
 }
+
+
+def submission_api_error(exc: services.SubmissionError) -> APIException:
+    """The API answer to a refused submission, for every endpoint that submits jobs: a rate
+    limit or quota is a 429 with ``Retry-After`` (DRF's Throttled sets the header)."""
+    if exc.kind == "rate_limited":
+        return Throttled(wait=exc.retry_after, detail=str(exc))
+    return _SUBMISSION_ERRORS.get(exc.kind, bad_parameter)(str(exc))
+
+
+def gone(message: str) -> ApiError:
+    return ApiError(message, http_status=410, name="GoneError", detail_code=41001)
+
+
+def idempotency_key_from(request) -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    key = key.strip()
+    if not key or len(key) > IDEMPOTENCY_KEY_MAX or not key.isprintable():
+        raise bad_parameter(
+            f"the Idempotency-Key header must be 1 to {IDEMPOTENCY_KEY_MAX} printable "
+            "characters (a UUID is a good choice)"
+        )
+    return key
 
 
 def _owned_job(request, job_id):
@@ -37,11 +67,43 @@ def _owned_job(request, job_id):
 class JobListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
+    @extend_schema(parameters=[JobListQuerySerializer], responses={200: JobSerializer(many=True)})
+    def get(self, request):
+        query = JobListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        jobs = selectors.jobs_filtered(
+            owner=request.user,
+            statuses=params.get("status", []),
+            created_after=params.get("created_after"),
+            created_before=params.get("created_before"),
+        )
+        page, size = params["page"], params["page_size"]
+        count = jobs.count()
+        window = jobs[(page - 1) * size : page * size]
+
+        def link(number: int) -> str:
+            query_params = request.query_params.copy()
+            query_params["page"] = str(number)
+            return request.build_absolute_uri(f"{request.path}?{query_params.urlencode()}")
+
+        return Response(
+            {
+                "count": count,
+                "page": page,
+                "page_size": size,
+                "next": link(page + 1) if page * size < count else None,
+                "previous": link(page - 1) if page > 1 else None,
+                "results": JobSerializer(window, many=True, context={"request": request}).data,
+            }
+        )
+
     @extend_schema(request=JobCreateSerializer, responses={202: JobSerializer})
     def post(self, request):
         serializer = JobCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         upload = serializer.validated_data["file"]
+        idempotency_key = idempotency_key_from(request)
         try:
             services.upload_size_check(size=upload.size)
             job = services.job_submit(
@@ -53,13 +115,16 @@ class JobListCreateView(APIView):
                 options=services.JobOptions.parse(
                     table_format=serializer.validated_data.get("table_format")
                 ),
+                idempotency_key=idempotency_key,
+                webhook_url=serializer.validated_data.get("webhook_url"),
             )
         except services.SubmissionError as exc:
-            raise _SUBMISSION_ERRORS[exc.kind](str(exc)) from exc
+            raise submission_api_error(exc) from exc
         body = JobSerializer(job, context={"request": request}).data
-        return Response(
-            body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["links"]["self"]}
-        )
+        headers = {"Location": body["links"]["self"]}
+        if getattr(job, "idempotent_replay", False):
+            headers["Idempotent-Replayed"] = "true"
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
 
 
 class JobDetailView(APIView):
@@ -67,6 +132,22 @@ class JobDetailView(APIView):
     def get(self, request, job_id):
         job = _owned_job(request, job_id)
         return Response(JobDetailSerializer(job, context={"request": request}).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, job_id):
+        services.job_delete(job=_owned_job(request, job_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JobCancelView(APIView):
+    @extend_schema(request=None, responses={200: JobSerializer, 409: OpenApiResponse()})
+    def post(self, request, job_id):
+        job = _owned_job(request, job_id)
+        if not services.job_cancel(job=job):
+            job.refresh_from_db()
+            raise conflict(f"job {job.id} has already ended ({job.status}); nothing to cancel")
+        job.refresh_from_db()
+        return Response(JobSerializer(job, context={"request": request}).data)
 
 
 class JobResultView(APIView):
@@ -77,10 +158,16 @@ class JobResultView(APIView):
             (200, "text/markdown"): OpenApiResponse(description="the pages' Markdown, joined"),
             (200, "application/json"): PageResultSerializer(many=True),
             409: OpenApiResponse(description="the job has not finished"),
+            410: OpenApiResponse(description="the results expired (retention)"),
         }
     )
     def get(self, request, job_id):
         job = _owned_job(request, job_id)
+        if job.is_expired:
+            raise gone(
+                f"the results of job {job.id} expired at {job.expired_at:%Y-%m-%d %H:%M} UTC "
+                "and were deleted (retention); submit the document again"
+            )
         if not job.is_final:
             poll = request.build_absolute_uri(f"/v1/jobs/{job.id}")
             raise conflict(

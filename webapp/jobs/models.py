@@ -21,6 +21,8 @@ class Document(models.Model):
     original_name = models.CharField(max_length=255)
     size = models.PositiveBigIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when retention removed the stored file; a new upload of the same bytes clears it.
+    file_deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -43,9 +45,13 @@ class Job(models.Model):
     - ``queued|running → succeeded``: the last page finished and none failed.
     - ``queued|running → partially_failed``: the last page finished, some (not all) failed.
     - ``queued|running → failed``: the last page finished and every page failed.
-    - ``queued|running → cancelled``: a cancel request (pages already done are kept).
+    - ``queued|running → cancelled``: a cancel request. Its queued pages are cancelled with
+      it; pages already done are kept, and a page that was running when the cancel came
+      still lands (done or failed) in the result when it finishes.
 
-    ``succeeded``, ``partially_failed``, ``failed`` and ``cancelled`` are final.
+    ``succeeded``, ``partially_failed``, ``failed`` and ``cancelled`` are final. Expiry is not
+    a status: a final job gets ``expires_at`` when it ends, and at that time retention deletes
+    its pages' Markdown (and its file, once no live job needs it) and sets ``expired_at``.
     """
 
     class Status(models.TextChoices):
@@ -73,6 +79,7 @@ class Job(models.Model):
     pages_total = models.PositiveIntegerField()
     pages_done = models.PositiveIntegerField(default=0)
     pages_failed = models.PositiveIntegerField(default=0)
+    pages_cancelled = models.PositiveIntegerField(default=0)
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     engine_seconds = models.FloatField(default=0.0, help_text="sum over pages")
@@ -80,10 +87,25 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # The client's Idempotency-Key and a digest of what it sent with it: the same key with the
+    # same request answers this job again; with another request it is refused.
+    idempotency_key = models.CharField(max_length=255, blank=True)
+    request_fingerprint = models.CharField(max_length=64, blank=True)
+    # Where to announce the job's end, besides the owner's registered endpoints.
+    webhook_url = models.URLField(max_length=2000, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["owner", "-created_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="one_job_per_owner_and_idempotency_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"job {self.id} ({self.status})"
@@ -91,6 +113,10 @@ class Job(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in self.FINAL
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expired_at is not None
 
 
 class Page(models.Model):

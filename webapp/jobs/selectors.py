@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from webapp.jobs.models import Job, Page
 
@@ -15,6 +19,49 @@ def jobs_of(*, owner: AbstractBaseUser) -> QuerySet[Job]:
 def job_get(*, owner: AbstractBaseUser, job_id) -> Job | None:
     """The job if ``owner`` owns it; another user's job is indistinguishable from none."""
     return jobs_of(owner=owner).filter(pk=job_id).first()
+
+
+def jobs_filtered(
+    *,
+    owner: AbstractBaseUser,
+    statuses: Iterable[str] = (),
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> QuerySet[Job]:
+    jobs = jobs_of(owner=owner)
+    statuses = list(statuses)
+    if statuses:
+        jobs = jobs.filter(status__in=statuses)
+    if created_after is not None:
+        jobs = jobs.filter(created_at__gte=created_after)
+    if created_before is not None:
+        jobs = jobs.filter(created_at__lt=created_before)
+    return jobs.order_by("-created_at", "-pk")
+
+
+def job_progress(*, job: Job, now: datetime | None = None) -> dict:
+    """Pages done/failed/cancelled of the total, time spent, and an estimate of the time left.
+
+    The estimate is the pace so far (finished pages per second of wall time since the first
+    claim) applied to the pages left: wall time, not engine time, so it already accounts for
+    how many workers share the job. ``None`` until one page has finished."""
+    now = now or timezone.now()
+    finished = job.pages_done + job.pages_failed + job.pages_cancelled
+    end = job.finished_at if job.is_final and job.finished_at else now
+    elapsed = max((end - job.created_at).total_seconds(), 0.0)
+    eta: float | None = 0.0 if job.is_final else None
+    if not job.is_final and job.started_at and finished:
+        pace = max((now - job.started_at).total_seconds(), 0.0) / finished
+        eta = round(pace * (job.pages_total - finished), 1)
+    return {
+        "total": job.pages_total,
+        "done": job.pages_done,
+        "failed": job.pages_failed,
+        "cancelled": job.pages_cancelled,
+        "percent": round(100 * finished / job.pages_total, 1) if job.pages_total else 100.0,
+        "elapsed_seconds": round(elapsed, 1),
+        "eta_seconds": eta,
+    }
 
 
 def job_pages(*, job: Job) -> QuerySet[Page]:

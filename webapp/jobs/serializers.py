@@ -4,6 +4,7 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from webapp.jobs.models import Job, Page
+from webapp.jobs.selectors import job_progress
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -16,6 +17,37 @@ class JobCreateSerializer(serializers.Serializer):
     )
     engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
     table_format = serializers.ChoiceField(choices=["markdown", "html"], required=False)
+    webhook_url = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="receives the job's final event, signed with the endpoint's secret",
+    )
+
+
+class JobListQuerySerializer(serializers.Serializer):
+    status = serializers.CharField(
+        required=False, help_text="one status or several, comma-separated"
+    )
+    created_after = serializers.DateTimeField(required=False, help_text="ISO 8601, inclusive")
+    created_before = serializers.DateTimeField(required=False, help_text="ISO 8601, exclusive")
+    page = serializers.IntegerField(required=False, min_value=1, default=1)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
+
+    def validate_status(self, value: str) -> list[str]:
+        statuses = [item.strip() for item in value.split(",") if item.strip()]
+        unknown = [item for item in statuses if item not in Job.Status.values]
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown status {', '.join(unknown)}; use any of: {', '.join(Job.Status.values)}"
+            )
+        return statuses
+
+    def validate(self, attrs: dict) -> dict:
+        after, before = attrs.get("created_after"), attrs.get("created_before")
+        if after and before and after >= before:
+            raise serializers.ValidationError("created_after must be before created_before")
+        return attrs
 
 
 class PageSerializer(serializers.ModelSerializer):
@@ -62,6 +94,9 @@ class JobSerializer(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "expires_at",
+            "expired_at",
+            "webhook_url",
             "error",
             "links",
         ]
@@ -78,7 +113,7 @@ class JobSerializer(serializers.ModelSerializer):
         }
 
     def get_progress(self, job: Job) -> dict:
-        return {"total": job.pages_total, "done": job.pages_done, "failed": job.pages_failed}
+        return job_progress(job=job)
 
     def get_usage(self, job: Job) -> dict:
         return {
@@ -93,6 +128,8 @@ class JobSerializer(serializers.ModelSerializer):
         return {
             "self": reverse("job-detail", args=[job.id], request=request),
             "result": reverse("job-result", args=[job.id], request=request),
+            "cancel": reverse("job-cancel", args=[job.id], request=request),
+            "deliveries": reverse("job-deliveries", args=[job.id], request=request),
         }
 
 

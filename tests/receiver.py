@@ -1,0 +1,69 @@
+"""A real HTTP server in the test process that records what it receives and answers from a
+script (e.g. 500, 500, then 200), as a webhook receiver would."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    path: str
+
+
+@dataclass
+class Receiver:
+    # One (status, headers) per request in order; the last one repeats.
+    script: list[tuple[int, dict[str, str]]] = field(default_factory=lambda: [(200, {})])
+    received: list[Received] = field(default_factory=list)
+
+    def __post_init__(self):
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                body = self.rfile.read(length)
+                with receiver.lock:
+                    receiver.received.append(Received(dict(self.headers), body, self.path))
+                    index = min(len(receiver.received), len(receiver.script)) - 1
+                status, headers = receiver.script[index]
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):  # keep the test output quiet
+                pass
+
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks/folio"
+
+    def wait_for(self, count: int, *, timeout: float = 60) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                if len(self.received) >= count:
+                    return list(self.received)
+            time.sleep(0.1)
+        raise TimeoutError(f"{len(self.received)} of {count} requests after {timeout} s")
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

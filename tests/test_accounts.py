@@ -1,0 +1,161 @@
+"""Accounts: sign-up, log-in, password change, an admin from the environment, API keys, and
+per-user quotas and rate limits (a 429 with Retry-After, nothing queued)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import override_settings
+
+from tests import documents
+from tests.conftest import client_for
+from tests.test_jobs_api import submit
+from tests.test_lifecycle import post_job
+from webapp.accounts.models import AccountLimits
+from webapp.jobs.models import Job, Page
+
+pytestmark = pytest.mark.django_db
+
+PASSWORD = "a-long-enough-passphrase-42"
+
+
+def test_a_visitor_signs_up_and_is_logged_in(client):
+    response = client.post(
+        "/account/signup/",
+        {"username": "dora", "password1": PASSWORD, "password2": PASSWORD},
+    )
+
+    assert response.status_code == 302
+    assert client.get("/account/").status_code == 200
+    assert get_user_model().objects.filter(username="dora").exists()
+
+
+@override_settings(FOLIO_SIGNUP_ENABLED=False)
+def test_sign_up_can_be_switched_off(client):
+    assert client.get("/account/signup/").status_code == 404
+
+
+def test_a_user_logs_in_changes_the_password_and_logs_out(client, django_user_model):
+    django_user_model.objects.create_user(username="erin", password=PASSWORD)
+
+    assert (
+        client.post("/account/login/", {"username": "erin", "password": PASSWORD}).status_code
+        == 302
+    )
+    changed = client.post(
+        "/account/password/",
+        {
+            "old_password": PASSWORD,
+            "new_password1": PASSWORD + "!",
+            "new_password2": PASSWORD + "!",
+        },
+    )
+    assert changed.status_code == 302
+    assert client.post("/account/logout/").status_code == 302
+    assert client.get("/account/").status_code == 302  # to the log-in page again
+    assert client.login(username="erin", password=PASSWORD + "!")
+
+
+def test_an_admin_comes_from_the_environment(monkeypatch):
+    monkeypatch.setenv("FOLIO_ADMIN_USERNAME", "root")
+    monkeypatch.setenv("FOLIO_ADMIN_PASSWORD", PASSWORD)
+
+    call_command("ensureadmin")
+    call_command("ensureadmin")  # idempotent, so it can run at every start
+
+    admin = get_user_model().objects.get(username="root")
+    assert admin.is_staff and admin.is_superuser and admin.check_password(PASSWORD)
+
+
+def test_a_new_key_is_shown_once_then_listed_by_prefix_with_its_last_use(api):
+    created = api.post("/v1/keys", {"name": "ci"}, format="json")
+    assert created.status_code == 201
+    key = created.json()["key"]
+    assert key.startswith(created.json()["prefix"])
+
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    listed = api.get("/v1/keys").json()["results"]
+
+    ci = next(item for item in listed if item["name"] == "ci")
+    assert "key" not in ci
+    assert ci["last_used_at"] is not None
+    assert all(key not in str(item) for item in listed)
+
+
+def test_a_revoked_key_is_a_401_in_the_error_shape(api):
+    issued = api.post("/v1/keys", {"name": "temporary"}, format="json").json()
+    assert api.delete(f"/v1/keys/{issued['id']}").status_code == 204
+
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {issued['key']}")
+    response = api.get("/v1/jobs")
+
+    assert response.status_code == 401
+    assert response.json()["status"] == 40103
+    assert response.json()["data"] is None
+
+
+def limited(user, **limits) -> None:
+    AccountLimits.objects.update_or_create(user=user, defaults=limits)
+
+
+def test_over_the_rate_limit_is_a_429_with_retry_after_and_nothing_queued(make_user):
+    user = make_user("fay")
+    limited(user, requests_per_minute=2)
+    client = client_for(user)
+    with time_machine.travel(datetime(2030, 1, 1, 12, 0, 10, tzinfo=UTC), tick=False):
+        for _ in range(2):
+            assert submit(client, documents.png_page(), "p.png").status_code == 202
+
+        refused = submit(client, documents.png_page(), "p.png")
+
+    assert refused.status_code == 429
+    assert refused.json()["status"] == 42903
+    assert refused["Retry-After"] == "50"
+    assert "2 requests per minute" in refused.json()["message"]
+    assert Job.objects.count() == 2
+    with time_machine.travel(datetime(2030, 1, 1, 12, 1, 0, tzinfo=UTC), tick=False):
+        assert submit(client, documents.png_page(), "p.png").status_code == 202
+
+
+def test_over_the_daily_page_quota_is_a_429_until_midnight_and_nothing_queued(make_user):
+    user = make_user("gus")
+    limited(user, pages_per_day=4)
+    client = client_for(user)
+    with time_machine.travel(datetime(2030, 1, 1, 23, 0, 0, tzinfo=UTC), tick=False):
+        assert submit(client, documents.born_digital_pdf(), "r.pdf").status_code == 202
+
+        refused = submit(client, documents.born_digital_pdf(), "r.pdf", pages="1-2")
+
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "3600"
+    assert "3 of 4 pages" in refused.json()["message"]
+    assert (Job.objects.count(), Page.objects.count()) == (1, 3)
+    with time_machine.travel(datetime(2030, 1, 2, 0, 0, 1, tzinfo=UTC), tick=False):
+        assert submit(client, documents.born_digital_pdf(), "r.pdf").status_code == 202
+
+
+def test_a_job_larger_than_the_whole_daily_quota_says_to_select_fewer_pages(make_user):
+    user = make_user("hal")
+    limited(user, pages_per_day=2)
+
+    response = submit(client_for(user), documents.born_digital_pdf(), "r.pdf")
+
+    assert response.status_code == 413
+    assert "select fewer pages" in response.json()["message"]
+    assert not Job.objects.exists()
+
+
+def test_an_idempotent_replay_does_not_count_against_the_rate_limit(make_user):
+    user = make_user("ivy")
+    limited(user, requests_per_minute=1)
+    client = client_for(user)
+
+    first = post_job(client, documents.png_page(), "p.png", key="k1")
+    again = post_job(client, documents.png_page(), "p.png", key="k1")
+
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.json()["id"] == first.json()["id"]

@@ -1,0 +1,29 @@
+"""Reads for webhooks, always scoped to their owner."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+
+def endpoints_of(*, owner: AbstractBaseUser) -> QuerySet[WebhookEndpoint]:
+    return WebhookEndpoint.objects.filter(owner=owner)
+
+
+def endpoint_get(*, owner: AbstractBaseUser, endpoint_id) -> WebhookEndpoint | None:
+    return endpoints_of(owner=owner).filter(pk=endpoint_id).first()
+
+
+def deliveries_of(*, owner: AbstractBaseUser) -> QuerySet[WebhookDelivery]:
+    return (
+        WebhookDelivery.objects.filter(endpoint__owner=owner)
+        .select_related("endpoint")
+        .prefetch_related("attempt_log")
+        .order_by("-created_at")
+    )
+
+
+def delivery_get(*, owner: AbstractBaseUser, delivery_id) -> WebhookDelivery | None:
+    return deliveries_of(owner=owner).filter(pk=delivery_id).first()
