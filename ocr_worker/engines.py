@@ -1,18 +1,33 @@
-"""Which engines a worker serves, and loading them once per worker process at start."""
+"""Which engines a worker serves, and loading them once per worker process at start.
+
+- prefork pool (the CPU engines): each child loads after the fork (``worker_process_init``),
+  so no child inherits a half-initialised runtime.
+- threads or solo pool (the GPU engine): one process serves every page, so it loads once, in
+  the worker's own process, before the pool starts (``worker_init``; ``worker_process_init``
+  never fires for these pools). vLLM starts its engine-core process itself; a prefork child
+  is daemonic and may not, which is why an exclusive engine refuses the prefork pool.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 
-from model.engines import engine_names, load_engine
+from model.engines import engine_class, engine_names, load_engine
 from ocr_worker.celery_app import app
 from webapp.jobs.queueing import engine_queue
 
 logger = logging.getLogger(__name__)
+
+IN_PROCESS_POOLS = ("threads", "solo")
+
+
+class WorkerConfigurationError(RuntimeError):
+    """The worker was started in a way its engines cannot run in."""
 
 
 def consumed_engines(celery_app: Celery) -> list[str]:
@@ -21,11 +36,62 @@ def consumed_engines(celery_app: Celery) -> list[str]:
     return [name for name in engine_names() if engine_queue(name) in queues]
 
 
+def pool_name(pool_cls: object) -> str:
+    """``prefork``, ``threads``, ``solo``, ... from a pool alias or class."""
+    if isinstance(pool_cls, str):
+        return pool_cls.rsplit(":", 1)[-1].lower().removesuffix("pool") or "prefork"
+    module = (getattr(pool_cls, "__module__", "") or "").rsplit(".", 1)[-1]
+    return {"thread": "threads"}.get(module, module) or "prefork"
+
+
+def check_worker_layout(*, engines: list[str], queues: set[str], pool: str) -> None:
+    """An exclusive (GPU) engine gets a worker of its own, in a threads or solo pool."""
+    for name in engines:
+        if not getattr(engine_class(name), "exclusive_worker", False):
+            continue
+        others = sorted(queues - {engine_queue(name)})
+        if others:
+            raise WorkerConfigurationError(
+                f"engine {name} holds an accelerator: its worker consumes only "
+                f"{engine_queue(name)}, not also {', '.join(others)}"
+            )
+        if pool not in IN_PROCESS_POOLS:
+            raise WorkerConfigurationError(
+                f"engine {name} runs in a threads or solo pool (-P threads -c N), not {pool}"
+            )
+
+
+def _load(names: list[str]) -> None:
+    for name in names:
+        started = time.perf_counter()
+        load_engine(name).load()
+        logger.info("engine %s loaded in %.1f s", name, time.perf_counter() - started)
+
+
+@worker_init.connect
+def load_engines_in_the_worker_process(sender=None, **kwargs) -> None:
+    pool = pool_name(getattr(sender, "pool_cls", "prefork"))
+    engines = consumed_engines(app)
+    check_worker_layout(engines=engines, queues=set(app.amqp.queues.consume_from or {}), pool=pool)
+    if pool not in IN_PROCESS_POOLS:
+        return  # prefork: each child loads after the fork, below
+    _start_metrics_exporter()
+    _load(engines)
+
+
 @worker_process_init.connect
 def load_engines_in_this_process(**kwargs) -> None:
     # Runs in each prefork child after the fork: models are never loaded in the parent, so
     # no child inherits a half-initialised runtime (and a GPU is never touched pre-fork).
-    for name in consumed_engines(app):
-        started = time.perf_counter()
-        load_engine(name).load()
-        logger.info("engine %s loaded in %.1f s", name, time.perf_counter() - started)
+    _load(consumed_engines(app))
+
+
+def _start_metrics_exporter() -> None:
+    port = os.environ.get("FOLIO_METRICS_PORT", "").strip()
+    if not port:
+        return
+    if not port.isdigit():
+        raise WorkerConfigurationError(f"FOLIO_METRICS_PORT must be a port number, not {port!r}")
+    from model.engines.vllm.metrics import start_exporter
+
+    start_exporter(int(port))

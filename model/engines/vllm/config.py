@@ -71,6 +71,9 @@ class VllmConfig:
     repetition_fallback: bool = True
     extra_args: dict[str, Any] = field(default_factory=dict)
     fallback_extra_args: dict[str, Any] = field(default_factory=dict)
+    # Benchmarks only: every page decodes exactly this many tokens (EOS ignored), as in the
+    # published measurement with dummy weights; the repetition guard is then off.
+    fixed_output_tokens: int = 0
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> VllmConfig:
@@ -99,6 +102,7 @@ class VllmConfig:
             repetition_fallback=fallback == "on",
             extra_args=_json(env, "FOLIO_VLLM_ENGINE_ARGS"),
             fallback_extra_args=_json(env, "FOLIO_VLLM_FALLBACK_ENGINE_ARGS"),
+            fixed_output_tokens=_int(env, "FOLIO_VLLM_FIXED_OUTPUT_TOKENS", 0),
         )
 
     def engine_args(self, *, speculation: Speculation | None) -> dict[str, Any]:

@@ -115,7 +115,8 @@ class VllmEngine:
             main_args.setdefault("per_request_spec_decode_metrics", "summary")
         # Without speculation the main engine runs DeepSeek-OCR's n-gram blocker itself.
         self._main = self._call(_start_engine(main_args, ngram=speculation.method is None))
-        if speculation.method is not None and config.repetition_fallback:
+        guarded = config.repetition_fallback and not config.fixed_output_tokens
+        if speculation.method is not None and guarded:
             self._fallback = self._call(_start_engine(config.fallback_args(), ngram=True))
         tokenizer = self._call(_tokenizer(self._main))
         self._image_token_id = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
@@ -175,6 +176,8 @@ class VllmEngine:
 
         first = self._decode(self._main, image, ngram=self._fallback is None and self._spec_off)
         kept, guard = first, self._guard(first)
+        if self.config.fixed_output_tokens:
+            guard = {"runaway": False, "reason": "fixed-output-benchmark", "retried": False}
         if guard["runaway"] and self._fallback is not None:
             retry = self._decode(self._fallback, image, ngram=True)
             again = repetition.check(retry.token_ids, retry.finish_reason)
@@ -183,7 +186,7 @@ class VllmEngine:
             metrics.repetition_retry()
         text = kept.text
         verdict = repetition.check(kept.token_ids, kept.finish_reason)
-        if verdict.runaway:
+        if verdict.runaway and not self.config.fixed_output_tokens:
             keep = repetition.trimmed_length(kept.token_ids, verdict.tail)
             if keep < len(kept.token_ids):
                 text = self._call(_detokenize(self._main, kept.token_ids[:keep]))
@@ -254,9 +257,15 @@ class VllmEngine:
                 "window_size": NGRAM_WINDOW,
                 "whitelist_token_ids": self._whitelist,
             }
+        fixed = self.config.fixed_output_tokens
+        length: dict[str, Any] = (
+            {"max_tokens": fixed, "min_tokens": fixed, "ignore_eos": True}
+            if fixed
+            else {"max_tokens": self.config.max_tokens}
+        )
         params = SamplingParams(
             temperature=0.0,
-            max_tokens=self.config.max_tokens,
+            **length,
             skip_special_tokens=False,
             output_kind=RequestOutputKind.FINAL_ONLY,
             extra_args=extra_args,
