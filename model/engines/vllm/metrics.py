@@ -21,6 +21,7 @@ SPEC_COUNTERS = (
 )
 
 _prometheus: dict[str, Any] | None = None
+_exporter_port: int | None = None
 
 
 def _metrics() -> dict[str, Any]:
@@ -118,7 +119,11 @@ def job_usage(pages: Iterable[dict[str, Any]], *, wall_seconds: float) -> dict[s
 
 
 def start_exporter(port: int) -> None:
-    """Serve the default Prometheus registry on ``port`` (vLLM's metrics and Folio's)."""
+    """Serve the default Prometheus registry on ``port`` (vLLM's metrics and Folio's), once
+    per process however often the worker's start-up signal fires."""
+    global _exporter_port
+    if _exporter_port is not None:
+        return
     try:
         from prometheus_client import start_http_server
     except ImportError:
@@ -126,4 +131,5 @@ def start_exporter(port: int) -> None:
         return
     _metrics()
     start_http_server(port)
+    _exporter_port = port
     logger.info("Prometheus metrics on port %s", port)
