@@ -162,6 +162,46 @@ def test_it_stops_each_sequence_at_its_own_eos_and_budget():
     assert all(len(g) <= 20 and (3 not in g[:-1]) for g in got)
 
 
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(case=cases)
+def test_a_prefill_from_input_embeddings_decodes_like_the_token_ids_and_stays_lossless(case):
+    adapter, block = _models(case["seed"], case["vocab"], case["layers"])
+    prompts = [
+        [(t + case["seed"] + i) % case["vocab"] for i, t in enumerate(p)] for p in case["prompts"]
+    ]
+    common = {"max_new_tokens": case["max_new"], "eos_token_id": None}
+    own = [adapter.embedding(torch.tensor(p)) for p in prompts]
+    # Embeddings no token has, like a page image's features spliced into a VLM prompt.
+    torch.manual_seed(case["seed"])
+    foreign = [torch.randn(len(p), 16, dtype=torch.float64) for p in prompts]
+
+    assert greedy_decode(adapter, prompts, prompt_embeds=own, **common) == greedy_decode(
+        adapter, prompts, **common
+    )
+    expected = greedy_decode(adapter, prompts, prompt_embeds=foreign, **common)
+    got = speculative_decode(adapter, block, prompts, k=case["k"], prompt_embeds=foreign, **common)
+    assert got == expected
+
+
+def test_a_batch_of_one_rolls_back_by_cropping_and_never_gathers(monkeypatch):
+    import model.fastmtp.decoding as decoding
+
+    def no_gather(valid):
+        raise AssertionError("uniform acceptance must not realign by gather")
+
+    monkeypatch.setattr(decoding, "realign", no_gather)
+    rejected = False
+    for seed in range(3):
+        adapter, block = _models(seed, vocab=3, layers=1)
+        counters = SpecCounters(3)
+        got = speculative_decode(
+            adapter, block, [[0, 1, 2]], k=3, max_new_tokens=12, counters=counters
+        )
+        assert got == [_reference(adapter.model, [0, 1, 2], 12, None)]
+        rejected |= counters.accepted_tokens < counters.draft_tokens
+    assert rejected, "no draft was rejected, so no crop dropped anything"
+
+
 def test_realign_drops_rejected_slots_and_keeps_time_order():
     valid = torch.tensor([[0, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 0], [0, 0, 1, 0, 1, 1]], dtype=bool)
     how, new = realign(valid)

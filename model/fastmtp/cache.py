@@ -68,6 +68,14 @@ def _last_valid_slot(valid: Tensor) -> int:
     return int(cols[-1]) if len(cols) else -1
 
 
+def crop(cache: Any, end: int) -> Any:
+    """Keep the first ``end`` slots: the rollback when every row rejected the same trailing
+    slots. A view, not a copy; the next pass's concatenation copies once, as it must anyway."""
+    if _cache_len(cache) == end:
+        return cache
+    return map_kv(cache, lambda t: t[:, :, :end])
+
+
 def apply_realign(cache: Any, how: slice | Tensor) -> Any:
     if isinstance(how, slice):
         if how.start == 0 and how.stop == _cache_len(cache):
@@ -82,9 +90,13 @@ def apply_realign(cache: Any, how: slice | Tensor) -> Any:
 
 
 def _cache_len(cache: Any) -> int:
-    lengths: list[int] = []
-    map_kv(cache, lambda t: lengths.append(t.shape[2]) or t)
-    return lengths[0] if lengths else 0
+    """Slots in the cache, read off its first key tensor (every layer has the same count)."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        return layers[0].keys.shape[2] if layers else 0
+    if hasattr(cache, "key_cache"):
+        return cache.key_cache[0].shape[2] if cache.key_cache else 0
+    return cache[0][0].shape[2] if len(cache) else 0
 
 
 def gather_slots(t: Tensor, how: slice | Tensor) -> Tensor:

@@ -26,9 +26,9 @@ class SpecCounters:
         if not self.accepted_per_position:
             self.accepted_per_position = [0] * self.k
 
-    def record(self, accepted: Tensor) -> None:
+    def record(self, accepted: Tensor | list[int]) -> None:
         """``accepted`` (B,): how many of the K drafts each sequence kept in this pass."""
-        counts = accepted.tolist()
+        counts = accepted if isinstance(accepted, list) else accepted.tolist()
         self.verifier_passes += 1
         self.drafts += len(counts)
         self.draft_tokens += len(counts) * self.k

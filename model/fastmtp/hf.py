@@ -43,12 +43,25 @@ class CausalLMAdapter:
         return head
 
     def __call__(
-        self, input_ids: Tensor, positions: Tensor, key_valid: Tensor, cache: Any
+        self,
+        input_ids: Tensor,
+        positions: Tensor,
+        key_valid: Tensor,
+        cache: Any,
+        *,
+        inputs_embeds: Tensor | None = None,
     ) -> VerifierStep:
         """Run (B, Q) new tokens at explicit positions; ``key_valid`` (B, S_past + Q) marks the
-        cache slots plus the new ones that hold real tokens."""
+        cache slots plus the new ones that hold real tokens.
+
+        ``inputs_embeds`` (B, Q, H), when given, is fed instead of ``input_ids``: a multimodal
+        prefill, where image features replace the placeholder tokens' embeddings.
+        """
+        inputs = (
+            {"input_ids": input_ids} if inputs_embeds is None else {"inputs_embeds": inputs_embeds}
+        )
         out = self.model(
-            input_ids=input_ids,
+            **inputs,
             attention_mask=key_valid.long(),
             position_ids=positions,
             use_cache=True,

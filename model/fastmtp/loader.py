@@ -138,6 +138,22 @@ def draft_config_from_tensors(
     return cfg, vocab, embed is not None
 
 
+def _shards(checkpoint: Path) -> list[Path]:
+    return sorted(checkpoint.glob("*.safetensors")) if checkpoint.is_dir() else [checkpoint]
+
+
+def has_draft_tensors(checkpoint: Path, prefixes: Iterable[str] = DRAFT_PREFIXES) -> bool:
+    """Whether a checkpoint carries a FastMTP head, from the shards' tensor names alone."""
+    from safetensors import safe_open
+
+    wanted = tuple(prefixes)
+    for path in _shards(checkpoint):
+        with safe_open(str(path), framework="pt") as f:
+            if any(name.startswith(wanted) for name in f.keys()):  # noqa: SIM118
+                return True
+    return False
+
+
 def read_draft_tensors(
     checkpoint: Path, prefixes: Iterable[str] = DRAFT_PREFIXES
 ) -> dict[str, Tensor]:
@@ -148,7 +164,7 @@ def read_draft_tensors(
     """
     from safetensors import safe_open  # with the fastmtp extra (transformers depends on it)
 
-    files = sorted(checkpoint.glob("*.safetensors")) if checkpoint.is_dir() else [checkpoint]
+    files = _shards(checkpoint)
     if not files:
         raise DraftLoadError(f"no .safetensors files in {checkpoint}")
     wanted = tuple(prefixes)

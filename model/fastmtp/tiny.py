@@ -41,22 +41,23 @@ class TinyCausalLM(nn.Module):
 
     def forward(
         self,
-        input_ids: Tensor,
+        input_ids: Tensor | None = None,
         attention_mask: Tensor | None = None,
         position_ids: Tensor | None = None,
         past_key_values: tuple[tuple[Tensor, Tensor], ...] | None = None,
         use_cache: bool = True,
         output_hidden_states: bool = False,
+        inputs_embeds: Tensor | None = None,
     ) -> TinyOutput:
-        b, q = input_ids.shape
+        x = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        b, q = x.shape[:2]
         past_len = past_key_values[0][0].shape[2] if past_key_values else 0
         if attention_mask is None:
-            attention_mask = torch.ones(b, past_len + q, dtype=torch.bool, device=input_ids.device)
+            attention_mask = torch.ones(b, past_len + q, dtype=torch.bool, device=x.device)
         if position_ids is None:
-            position_ids = torch.arange(past_len, past_len + q, device=input_ids.device)[None]
+            position_ids = torch.arange(past_len, past_len + q, device=x.device)[None]
             position_ids = position_ids.expand(b, q)
         mask = build_mask(attention_mask.bool(), q)
-        x = self.embed_tokens(input_ids)
         hidden: list[Tensor] = [x]
         new_cache = []
         for i, layer in enumerate(self.layers):
