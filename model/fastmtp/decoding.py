@@ -177,8 +177,7 @@ class _DraftState:
 
 def _draft(block: MTPDraftBlock, state: _DraftState, k: int) -> Tensor:
     """Catch the block up on the confirmed positions, then draft K tokens recursively."""
-    b, q = state.hidden.shape[:2]
-    rows = torch.arange(b, device=state.hidden.device)
+    q = state.hidden.shape[1]
     prior = state.cache_valid if state.cache_valid is not None else state.valid[:, :0]
     cache_valid = torch.cat([prior, state.valid], dim=1)
     g, cache = block.step(
@@ -200,6 +199,7 @@ def _draft(block: MTPDraftBlock, state: _DraftState, k: int) -> Tensor:
         last = q - state.trailing - 1
         g_last, position = g[:, last], state.positions[:, last]
     else:
+        rows = torch.arange(g.shape[0], device=g.device)
         g_last = g[rows, state.last]
         position = state.positions[rows, state.last]
     token = block.logits(g_last).argmax(-1)
