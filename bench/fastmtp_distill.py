@@ -12,8 +12,18 @@ Method
    recursively for K_train=4 steps with the same weights, step losses weighted 0.6**(j-1)
    (FastMTP's decay), each recursive step attending exactly to what it sees at inference:
    the first-step entries of earlier positions plus the recursion so far.
-5. On unseen prompts, decode greedily and with ``speculative_decode`` at K = 1..4 (same batch
-   size, same KV-cache machinery, wall clock of the whole set), and compare token ids.
+5. On unseen prompts, decode greedily and with ``speculative_decode`` at K = 1..4 and compare
+   token ids.
+
+Timing method: both sides decode the same prompts in the same batches (``--eval-batch``,
+default 1) to the same ``eval_tokens`` budget with the same EOS, in the same process, dtype
+and device, under one ``torch.set_num_threads`` setting (``--threads``; 1 on CPU by default,
+because on a shared 2-core machine two intra-op threads stall whenever a neighbour holds a
+core, which made greedy runs of the same work vary 2.3 s .. 13 s). Every contender first runs
+once untimed (warm-up; the speculative runs there also fill the counters and the lossless
+check). Then ``--repeats`` rounds each time greedy and K = 1..4 back to back, wall clock of
+the whole prompt set (``torch.cuda.synchronize`` around it on a GPU); the speed-up is the
+median over rounds of greedy time / speculative time, so both sides of a ratio share a load.
 
 Output ends with one line per K:
 ``K=3 tokens_per_step=2.41 acceptance=0.71,0.52,0.33 speedup=1.62 lossless=yes``
@@ -29,7 +39,8 @@ Published references to set beside it
 A character-level toy is not those models: its figures show the machinery works and what the
 recipe yields on a small verifier, not what jina-ocr-v1 would do.
 
-Usage: ``python bench/fastmtp_distill.py`` (2 CPU cores, a few minutes), or on a GPU host
+Usage: ``python bench/fastmtp_distill.py`` (2 CPU cores, a few minutes; ``--weights FILE``
+trains once, saves there, and later runs only measure), or on a GPU host
 ``python bench/fastmtp_distill.py --device cuda --config large`` (PyTorch only, no vLLM).
 """
 
@@ -38,6 +49,7 @@ from __future__ import annotations
 import argparse
 import logging
 import random
+import statistics
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -318,30 +330,78 @@ def evaluate(
             )
         ]
 
-    plain()  # warm-up: first calls pay for allocator and kernel selection
-    # Best of `repeats` for both sides: the fairest wall clock on a shared machine.
-    reference, base = min((timed(plain, device) for _ in range(repeats)), key=lambda x: x[1])
+    ks = range(1, 5)
+    # Untimed warm-up of every contender (allocator, kernel selection, lazy init); the
+    # speculative one also fills the counters and the lossless check.
+    reference = plain()
     produced = sum(len(o) for o in reference)
-    print(f"greedy: {produced} tokens in {base:.2f}s ({produced / base:.1f} tok/s)", flush=True)
-    lines = []
-    for k in range(1, 5):
-        counters = SpecCounters(k)
-        got = spec(k, counters)
-        lossless = got == reference
-        if not lossless:
+    counters = {k: SpecCounters(k) for k in ks}
+    lossless = {}
+    for k in ks:
+        got = spec(k, counters[k])
+        lossless[k] = got == reference
+        if not lossless[k]:
             bad = sum(g != r for g, r in zip(got, reference, strict=True))
             print(f"  K={k}: {bad} of {len(got)} sequences differ from greedy", flush=True)
-        best = min(timed(lambda k=k: spec(k, None), device)[1] for _ in range(repeats))
+    # Interleaved rounds: greedy and every K back to back on the same batches, so that a
+    # neighbour's load on a shared machine hits both sides of each ratio alike; the speed-up
+    # is the median of the per-round ratios.
+    ratios: dict[int, list[float]] = {k: [] for k in ks}
+    base_times: list[float] = []
+    for _ in range(repeats):
+        base = timed(plain, device)[1]
+        base_times.append(base)
+        for k in ks:
+            ratios[k].append(base / timed(lambda k=k: spec(k, None), device)[1])
+    base = statistics.median(base_times)
+    print(f"greedy: {produced} tokens in {base:.2f}s ({produced / base:.1f} tok/s)", flush=True)
+    lines = []
+    for k in ks:
+        speedup = statistics.median(ratios[k])
+        spread = ",".join(f"{r:.2f}" for r in ratios[k])
         print(
-            f"K={k}: {produced / best:.1f} tok/s, {counters.verifier_passes} verifier passes",
+            f"K={k}: {counters[k].verifier_passes} verifier passes, speed-up per round {spread}",
             flush=True,
         )
-        rates = ",".join(f"{a:.2f}" for a in counters.acceptance_rates)
+        rates = ",".join(f"{a:.2f}" for a in counters[k].acceptance_rates)
         lines.append(
-            f"K={k} tokens_per_step={counters.tokens_per_step:.2f} acceptance={rates} "
-            f"speedup={base / best:.2f} lossless={'yes' if lossless else 'no'}"
+            f"K={k} tokens_per_step={counters[k].tokens_per_step:.2f} acceptance={rates} "
+            f"speedup={speedup:.2f} lossless={'yes' if lossless[k] else 'no'}"
         )
     return lines
+
+
+def train_or_load(
+    verifier: TinyCausalLM,
+    block: MTPDraftBlock,
+    adapter: CausalLMAdapter,
+    cfg: Config,
+    device: torch.device,
+    weights: Path | None,
+) -> None:
+    """Train both models, or load them from ``weights`` (saved there after training), so
+    that decoding changes can be measured again without paying for training each time."""
+    if weights is not None and weights.exists():
+        state = torch.load(weights, map_location=device)
+        verifier.load_state_dict(state["verifier"])
+        block.load_state_dict(state["draft"])
+        print(f"loaded trained verifier and draft block from {weights}", flush=True)
+        verifier.eval()
+        block.eval()
+        return
+    t0 = time.perf_counter()
+    train_verifier(verifier, cfg, device)
+    print(f"verifier trained in {time.perf_counter() - t0:.0f}s", flush=True)
+    with torch.no_grad():
+        seqs = distill_set(adapter, cfg)
+    print(f"distillation set: {len(seqs)} greedy sequences", flush=True)
+    for p in verifier.parameters():
+        p.requires_grad_(False)
+    t0 = time.perf_counter()
+    train_draft(block, verifier, seqs, cfg, device)
+    print(f"draft block trained in {time.perf_counter() - t0:.0f}s", flush=True)
+    if weights is not None:
+        torch.save({"verifier": verifier.state_dict(), "draft": block.state_dict()}, weights)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -350,7 +410,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", choices=sorted(CONFIGS), default="small")
     parser.add_argument("--dtype", choices=["float32", "float64", "bfloat16"], default="float32")
     parser.add_argument("--eval-batch", type=int, help="sequences decoded together (default 1)")
-    parser.add_argument("--repeats", type=int, default=2, help="timed runs per measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved timing rounds")
+    parser.add_argument(
+        "--threads", type=int, help="torch threads for everything (default: 1 on CPU)"
+    )
+    parser.add_argument(
+        "--weights", type=Path, help="reuse trained models from this file (saved on first run)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -358,29 +424,21 @@ def main(argv: list[str] | None = None) -> None:
     if args.eval_batch:
         cfg = replace(cfg, eval_batch=args.eval_batch)
     device = torch.device(args.device)
+    threads = args.threads or (1 if device.type == "cpu" else torch.get_num_threads())
+    torch.set_num_threads(threads)
     torch.manual_seed(args.seed)
     print(__doc__.split("Published references")[0].strip())
     print(
         f"\nconfig={args.config} {cfg} device={device} dtype={args.dtype} "
-        f"threads={torch.get_num_threads()} torch={torch.__version__}\n",
+        f"threads={torch.get_num_threads()} repeats={args.repeats} torch={torch.__version__}\n",
         flush=True,
     )
 
     block_cfg = BlockConfig(cfg.hidden, cfg.heads, cfg.kv_heads, cfg.intermediate)
     verifier = TinyCausalLM(block_cfg, VOCAB, cfg.layers).to(device)
-    t0 = time.perf_counter()
-    train_verifier(verifier, cfg, device)
-    print(f"verifier trained in {time.perf_counter() - t0:.0f}s", flush=True)
     adapter = CausalLMAdapter(verifier)
-    with torch.no_grad():
-        seqs = distill_set(adapter, cfg)
-    print(f"distillation set: {len(seqs)} greedy sequences", flush=True)
     block = MTPDraftBlock(block_cfg, VOCAB).to(device).share(adapter.embedding, adapter.head)
-    for p in verifier.parameters():
-        p.requires_grad_(False)
-    t0 = time.perf_counter()
-    train_draft(block, verifier, seqs, cfg, device)
-    print(f"draft block trained in {time.perf_counter() - t0:.0f}s", flush=True)
+    train_or_load(verifier, block, adapter, cfg, device, args.weights)
 
     dtype = getattr(torch, args.dtype)
     verifier.to(dtype)
