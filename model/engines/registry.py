@@ -10,6 +10,7 @@ from model.engines.base import Engine
 
 ENGINE_PATHS: dict[str, str] = {
     "local": "model.engines.local:LocalEngine",
+    "transformers": "model.engines.transformers_engine:TransformersEngine",
     "jina-ocr-v1": "model.engines.vllm.engine:VllmEngine",
     "openai": "model.engines.openai_engine:OpenAIEngine",
 }

@@ -1,0 +1,336 @@
+"""The `transformers` engine: a Hugging Face vision-language OCR checkpoint in this process.
+
+An alternative to vLLM for a GPU host without it (or a CPU, slowly): the checkpoint is read
+from a local directory (``FOLIO_TRANSFORMERS_MODEL_DIR``, never downloaded at run time) and
+decoded greedily. When the checkpoint carries a FastMTP head (``mtp_module.*`` /
+``mtp_embed_tokens.*``, which the published Transformers path ignores) the engine decodes
+with ``model.fastmtp.speculative_decode``, whose tokens equal plain greedy decoding's; without
+one it decodes plainly. ``PageResult.extra`` says which, with the FastMTP counters.
+
+The multimodal prefill follows the Transformers convention of DeepSeek-OCR-2, LLaVA and their
+kin: the processor expands the image placeholder in the prompt and prepares pixel values;
+``model.get_image_features`` turns them into embedding vectors, which replace the
+placeholders' token embeddings (``config.image_token_id``). The prefill runs on those
+``inputs_embeds``; decoding continues from token ids.
+
+Configuration (environment): ``FOLIO_TRANSFORMERS_MODEL_DIR`` (required),
+``FOLIO_TRANSFORMERS_DEVICE`` (default ``cuda`` when available, else ``cpu``),
+``FOLIO_TRANSFORMERS_DTYPE`` (default bfloat16 on a GPU, float32 on a CPU),
+``FOLIO_TRANSFORMERS_FASTMTP_K`` (drafts per verifier pass, default 3; 0 turns FastMTP off),
+``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS`` (default 4096).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from PIL import Image
+from torch import Tensor
+
+from model.documents import DocumentError
+from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.fastmtp import (
+    CausalLMAdapter,
+    MTPDraftBlock,
+    SpecCounters,
+    greedy_decode,
+    speculative_decode,
+)
+from model.fastmtp.loader import (
+    DraftLoadError,
+    draft_config_from_tensors,
+    has_draft_tensors,
+    load_draft_state,
+    read_draft_tensors,
+)
+from model.pages import PageSelectionError
+from model.rendering import open_page_image
+
+logger = logging.getLogger(__name__)
+
+ENV_MODEL_DIR = "FOLIO_TRANSFORMERS_MODEL_DIR"
+ENV_DEVICE = "FOLIO_TRANSFORMERS_DEVICE"
+ENV_DTYPE = "FOLIO_TRANSFORMERS_DTYPE"
+ENV_K = "FOLIO_TRANSFORMERS_FASTMTP_K"
+ENV_MAX_NEW_TOKENS = "FOLIO_TRANSFORMERS_MAX_NEW_TOKENS"
+
+DEFAULT_K = 3
+DEFAULT_MAX_NEW_TOKENS = 4096
+# jina-ocr-v1's prompt, after the image (DESIGN.md).
+PROMPT = (
+    "Transcribe the provided document image into a clean Markdown format, "
+    "preserving the natural reading order."
+)
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Processor outputs that belong to the text side; everything else goes to the vision side.
+_TEXT_INPUTS = {"input_ids", "attention_mask", "token_type_ids", "position_ids"}
+
+
+@dataclass
+class Checkpoint:
+    """What the engine needs from a checkpoint directory.
+
+    ``model``: a Hugging Face model with the causal-LM calling convention (``input_ids`` or
+    ``inputs_embeds``, ``attention_mask``, ``position_ids``, a cache, hidden states out),
+    ``get_input_embeddings``/``get_output_embeddings``, ``get_image_features`` and
+    ``config.image_token_id``. ``processor``: called as ``processor(images=[image],
+    text=prompt, return_tensors="pt")``, with ``decode`` and a ``tokenizer`` (``eos_token_id``).
+    """
+
+    model: Any
+    processor: Any
+
+
+Loader = Callable[[Path, torch.device, torch.dtype], Checkpoint]
+
+
+def load_pretrained(path: Path, device: torch.device, dtype: torch.dtype) -> Checkpoint:
+    """The Auto classes, from local files only: a worker never downloads a model."""
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+    # The draft tensors are not the model's; Transformers reports them as unused and skips them.
+    model = AutoModelForImageTextToText.from_pretrained(path, local_files_only=True, dtype=dtype)
+    return Checkpoint(model=model.to(device).eval(), processor=processor)
+
+
+def _env_int(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise EngineError(f"{name} must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise EngineError(f"{name} must be at least {minimum}, not {value}")
+    return value
+
+
+class TransformersEngine:
+    name: ClassVar[str] = "transformers"
+    # Bump when the same page would come out differently (it is part of the cache key).
+    version: ClassVar[str] = "transformers-1"
+    # One page at a time: a batch of one is what the speculative loop's crop-only rollback
+    # likes best, and the GPU is shared by nothing else in this process.
+    max_pages_in_flight: ClassVar[int] = 1
+
+    def __init__(
+        self,
+        model_dir: Path | str | None = None,
+        *,
+        loader: Loader = load_pretrained,
+        k: int | None = None,
+        max_new_tokens: int | None = None,
+        device: str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        self._model_dir = Path(model_dir) if model_dir is not None else None
+        self._loader = loader
+        self._k = k
+        self._max_new_tokens = max_new_tokens
+        self._device_name = device
+        self._dtype = dtype
+        self._checkpoint: Checkpoint | None = None
+        self._adapter: CausalLMAdapter | None = None
+        self._draft: MTPDraftBlock | None = None
+        self._lock = threading.Lock()
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        with self._lock:
+            if self._checkpoint is None:
+                self._load()
+
+    def _load(self) -> None:
+        model_dir = self._model_dir or _model_dir_from_env()
+        if not model_dir.is_dir():
+            raise EngineError(f"{ENV_MODEL_DIR} is not a directory: {model_dir}")
+        name = self._device_name or os.environ.get(ENV_DEVICE, "").strip()
+        device = torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
+        dtype = self._dtype or _dtype_from_env(device)
+        if self._k is None:
+            self._k = _env_int(ENV_K, DEFAULT_K, 0)
+        if self._max_new_tokens is None:
+            self._max_new_tokens = _env_int(ENV_MAX_NEW_TOKENS, DEFAULT_MAX_NEW_TOKENS, 1)
+        started = time.perf_counter()
+        checkpoint = self._loader(model_dir, device, dtype)
+        adapter = CausalLMAdapter(checkpoint.model)
+        draft = None
+        if self._k > 0 and has_draft_tensors(model_dir):
+            draft = _load_draft(model_dir, checkpoint.model, adapter, device, dtype)
+        self._checkpoint, self._adapter, self._draft = checkpoint, adapter, draft
+        logger.info(
+            "transformers engine: %s on %s (%s), %s, loaded in %.1fs",
+            model_dir.name,
+            device,
+            dtype,
+            f"FastMTP K={self._k}" if draft is not None else "plain greedy decoding",
+            time.perf_counter() - started,
+        )
+
+    @property
+    def speculative(self) -> bool:
+        return self._draft is not None
+
+    # -- one page ------------------------------------------------------------------------
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
+        self.load()
+        started = time.perf_counter()
+        try:
+            image = open_page_image(page.data, page.mime_type, page.page_number)
+        except (DocumentError, PageSelectionError) as exc:
+            raise EngineError(str(exc)) from exc
+        rendered = time.perf_counter()
+        with self._lock:  # one model, one decoding loop at a time
+            ids, tokens, extra = self._decode(image)
+        text = self._checkpoint.processor.decode(tokens, skip_special_tokens=True)
+        return PageResult(
+            markdown=text.strip(),
+            input_tokens=len(ids),
+            output_tokens=len(tokens),
+            render_seconds=rendered - started,
+            engine_seconds=time.perf_counter() - rendered,
+            method="vlm",
+            extra=extra,
+        )
+
+    def _decode(self, image: Image.Image) -> tuple[list[int], list[int], dict]:
+        assert self._checkpoint is not None and self._adapter is not None
+        model, processor = self._checkpoint.model, self._checkpoint.processor
+        ids, embeds = multimodal_prefill(model, processor, image, PROMPT)
+        eos = _eos_token_id(model, processor)
+        common = {"max_new_tokens": self._max_new_tokens, "eos_token_id": eos}
+        extra: dict[str, Any] = {"model": self._model_name()}
+        if self._draft is None:
+            tokens = greedy_decode(self._adapter, [ids], prompt_embeds=[embeds], **common)[0]
+            extra["decoding"] = "greedy"
+        else:
+            counters = SpecCounters(self._k)
+            tokens = speculative_decode(
+                self._adapter,
+                self._draft,
+                [ids],
+                k=self._k,
+                counters=counters,
+                prompt_embeds=[embeds],
+                **common,
+            )[0]
+            extra.update(
+                decoding="fastmtp",
+                fastmtp_k=self._k,
+                verifier_passes=counters.verifier_passes,
+                tokens_per_step=round(counters.tokens_per_step, 3),
+                acceptance_rates=[round(a, 3) for a in counters.acceptance_rates],
+                **counters.as_metrics(),
+            )
+        extra["finished"] = "stop" if tokens and tokens[-1] == eos else "length"
+        return ids, tokens, extra
+
+    def _model_name(self) -> str:
+        return (self._model_dir or _model_dir_from_env()).name
+
+
+def multimodal_prefill(
+    model: Any, processor: Any, image: Image.Image, prompt: str
+) -> tuple[list[int], Tensor]:
+    """The prompt's token ids and its (S, H) input embeddings with the image spliced in."""
+    token = getattr(processor, "image_token", "<image>")
+    inputs: Mapping[str, Any] = processor(
+        images=[image], text=f"{token}\n{prompt}", return_tensors="pt"
+    )
+    embedding = model.get_input_embeddings()
+    device, dtype = embedding.weight.device, embedding.weight.dtype
+    ids = inputs["input_ids"].to(device)
+    with torch.inference_mode():
+        embeds = embedding(ids)
+        vision = {
+            key: value.to(device, dtype) if torch.is_floating_point(value) else value.to(device)
+            for key, value in inputs.items()
+            if key not in _TEXT_INPUTS and isinstance(value, Tensor)
+        }
+        features = _feature_rows(model.get_image_features(**vision), embeds.shape[-1])
+        placeholders = ids == model.config.image_token_id
+        if int(placeholders.sum()) != features.shape[0]:
+            raise EngineError(
+                f"the processor made {int(placeholders.sum())} image placeholders"
+                f" but the vision side returned {features.shape[0]} embeddings"
+            )
+        embeds = embeds.masked_scatter(placeholders[..., None], features.to(dtype))
+    return ids[0].tolist(), embeds[0]
+
+
+def _feature_rows(features: Any, hidden: int) -> Tensor:
+    """(N, H) rows from what ``get_image_features`` returns across Transformers models: a
+    tensor, a list of per-image tensors, or an output object with ``pooler_output``."""
+    if not isinstance(features, Tensor | list | tuple):
+        pooled = getattr(features, "pooler_output", None)
+        features = pooled if pooled is not None else features.last_hidden_state
+    if isinstance(features, list | tuple):
+        features = torch.cat([f.reshape(-1, hidden) for f in features])
+    return features.reshape(-1, hidden)
+
+
+def _load_draft(
+    model_dir: Path,
+    model: Any,
+    adapter: CausalLMAdapter,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> MTPDraftBlock:
+    text = model.config.get_text_config() if hasattr(model.config, "get_text_config") else None
+    text = text or model.config
+    heads = text.num_attention_heads
+    rope = getattr(text, "rope_theta", None)
+    if rope is None:  # Transformers 5 keeps it with the other rope parameters
+        rope = (getattr(text, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    tensors = read_draft_tensors(model_dir)
+    try:
+        cfg, vocab, own = draft_config_from_tensors(
+            tensors,
+            num_heads=heads,
+            num_kv_heads=getattr(text, "num_key_value_heads", None) or heads,
+            rope_theta=float(rope),
+            rms_eps=float(getattr(text, "rms_norm_eps", 1e-6)),
+        )
+        block = MTPDraftBlock(cfg, vocab or text.vocab_size, own_embedding=own)
+        load_draft_state(block, tensors)
+    except (DraftLoadError, KeyError) as exc:
+        raise EngineError(f"the checkpoint's FastMTP head does not load: {exc}") from exc
+    return block.to(device, dtype).eval().share(adapter.embedding, adapter.head)
+
+
+def _eos_token_id(model: Any, processor: Any) -> int | None:
+    tokenizer = getattr(processor, "tokenizer", processor)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is None:
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(eos, list):  # several stop ids: the loop takes one, the first is the EOS
+        eos = eos[0] if eos else None
+    return eos
+
+
+def _model_dir_from_env() -> Path:
+    raw = os.environ.get(ENV_MODEL_DIR, "").strip()
+    if not raw:
+        raise EngineError(f"set {ENV_MODEL_DIR} to a local checkpoint directory")
+    return Path(raw)
+
+
+def _dtype_from_env(device: torch.device) -> torch.dtype:
+    raw = os.environ.get(ENV_DTYPE, "").strip()
+    if not raw:
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if raw not in _DTYPES:
+        raise EngineError(f"{ENV_DTYPE} must be one of {sorted(_DTYPES)}, not {raw!r}")
+    return _DTYPES[raw]

@@ -1,0 +1,258 @@
+"""The `transformers` engine end to end on a tiny, randomly initialised vision-language model.
+
+No real checkpoint exists here, so the test builds one with the Hugging Face calling
+convention: a real ``transformers`` Llama decoder (its cache, its masks, its hidden states)
+behind ``TinyOcrModel``, whose vision side is ``VisionStub``, a boundary that maps a page
+image to a few embedding vectors (no real vision encoder), and ``CharProcessor``, a
+character-level stand-in for the checkpoint's processor. The checkpoint directory holds real
+safetensors shards, with or without FastMTP draft tensors, which the engine reads itself.
+Float64, so that one verifier pass over K+1 positions and one over a single position never
+round a near tie apart: what is compared is the decoding algorithm.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+from torch import Tensor, nn  # noqa: E402
+
+from model.engines import EngineError, EngineOptions, PageInput, engine_class  # noqa: E402
+from model.engines.transformers_engine import (  # noqa: E402
+    ENV_MODEL_DIR,
+    PROMPT,
+    Checkpoint,
+    TransformersEngine,
+    multimodal_prefill,
+)
+from model.fastmtp import BlockConfig, MTPDraftBlock  # noqa: E402
+from model.rendering import open_page_image  # noqa: E402
+from tests import documents  # noqa: E402
+
+CHARS = "abcdefghijklmnopqrstuvwxyz #|-.\n"
+PAD, EOS, IMAGE = 0, 1, 2
+VOCAB = 3 + len(CHARS)
+IMAGE_TOKENS = 4  # what VisionStub makes of a page: a 2 x 2 grid of vectors
+HIDDEN, HEADS, KV_HEADS, INTER = 16, 2, 1, 24
+MAX_NEW = 24
+
+
+class VisionStub(nn.Module):
+    """Test boundary, not a vision encoder: mean colour of each cell of a 2 x 2 grid,
+    projected to the decoder's width. Enough for different pages to prefill differently."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(3, HIDDEN)
+
+    def forward(self, pixel_values: Tensor) -> Tensor:
+        cells = nn.functional.adaptive_avg_pool2d(pixel_values, 2)  # (N, 3, 2, 2)
+        return self.proj(cells.flatten(2).transpose(1, 2))  # (N, 4, H)
+
+
+class TinyOcrModel(nn.Module):
+    """A vision-language model with the Transformers calling convention, in miniature."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.config = transformers.LlamaConfig(
+            vocab_size=VOCAB,
+            hidden_size=HIDDEN,
+            intermediate_size=INTER,
+            num_hidden_layers=2,
+            num_attention_heads=HEADS,
+            num_key_value_heads=KV_HEADS,
+            max_position_embeddings=256,
+            eos_token_id=EOS,
+        )
+        self.config.image_token_id = IMAGE
+        self.language_model = transformers.LlamaForCausalLM(self.config)
+        self.vision = VisionStub()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.language_model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.language_model.get_output_embeddings()
+
+    def get_image_features(self, pixel_values: Tensor) -> list[Tensor]:
+        return list(self.vision(pixel_values))
+
+    def forward(
+        self,
+        input_ids: Tensor | None = None,
+        inputs_embeds: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        cache=None,
+        use_cache: bool = True,
+        output_hidden_states: bool = False,
+    ):
+        return self.language_model(
+            input_ids=input_ids,
+            inputs_embeds=inputs_embeds,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            cache=cache,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
+        )
+
+
+class CharProcessor:
+    """Stand-in for a checkpoint's processor: one token per character, the image placeholder
+    expanded to IMAGE_TOKENS ids, pixel values at 8 x 8."""
+
+    image_token = "<image>"
+    eos_token_id = EOS
+
+    @property
+    def tokenizer(self) -> CharProcessor:
+        return self
+
+    def __call__(self, *, images, text: str, return_tensors: str) -> dict[str, Tensor]:
+        assert return_tensors == "pt" and len(images) == 1
+        before, _, after = text.partition(self.image_token)
+        ids = self.encode(before) + [IMAGE] * IMAGE_TOKENS + self.encode(after)
+        pixels = torch.tensor(np.asarray(images[0].convert("RGB").resize((8, 8))))
+        pixel_values = pixels.permute(2, 0, 1)[None].double() / 255
+        return {"input_ids": torch.tensor([ids]), "pixel_values": pixel_values}
+
+    def encode(self, text: str) -> list[int]:
+        return [3 + CHARS.index(c) for c in text.lower() if c in CHARS]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(CHARS[i - 3] for i in ids if i >= 3 or not skip_special_tokens)
+
+
+def _write_checkpoint(path: Path, *, with_draft: bool, seed: int = 0) -> Path:
+    """A checkpoint folder: a decoder tensor, plus jina-ocr-v1-named draft tensors if asked."""
+    path.mkdir(parents=True, exist_ok=True)
+    tensors = {"model.norm.weight": torch.ones(HIDDEN)}
+    if with_draft:
+        torch.manual_seed(seed)
+        block = MTPDraftBlock(BlockConfig(HIDDEN, HEADS, KV_HEADS, INTER), VOCAB)
+        for name, t in block.state_dict().items():
+            key = "shared_head.norm.weight" if name == "norm.weight" else name
+            tensors[f"mtp_module.{key.removeprefix('block.')}"] = t.clone().contiguous()
+    safetensors_torch.save_file(tensors, str(path / "model-00001-of-00001.safetensors"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Checkpoint:
+    torch.manual_seed(1234)
+    return Checkpoint(model=TinyOcrModel().double().eval(), processor=CharProcessor())
+
+
+def _engine(path: Path, tiny: Checkpoint, **kwargs) -> TransformersEngine:
+    def loader(model_dir: Path, device, dtype) -> Checkpoint:
+        assert model_dir == path and dtype == torch.float64
+        return tiny
+
+    kwargs.setdefault("max_new_tokens", MAX_NEW)
+    return TransformersEngine(path, loader=loader, device="cpu", dtype=torch.float64, **kwargs)
+
+
+PAGES = {
+    "png": PageInput(data=documents.png_page(), mime_type="image/png", page_number=1),
+    "pdf": PageInput(data=documents.born_digital_pdf(), mime_type="application/pdf", page_number=2),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PAGES))
+def test_it_transcribes_a_page_with_fastmtp_and_writes_what_plain_greedy_writes(
+    tmp_path, tiny, kind
+):
+    page = PAGES[kind]
+    spec = _engine(_write_checkpoint(tmp_path / "draft", with_draft=True), tiny, k=3)
+    plain = _engine(_write_checkpoint(tmp_path / "plain", with_draft=False), tiny)
+    spec.load()
+    plain.load()
+
+    got = spec.transcribe(page, EngineOptions())
+    reference = plain.transcribe(page, EngineOptions())
+
+    assert spec.speculative and not plain.speculative
+    assert got.markdown and got.markdown == reference.markdown
+    assert got.output_tokens == reference.output_tokens > 0
+    assert got.input_tokens == IMAGE_TOKENS + len(CharProcessor().encode("\n" + PROMPT))
+    assert got.method == "vlm" and got.engine_seconds > 0 and got.render_seconds > 0
+    assert reference.extra["decoding"] == "greedy"
+    extra = got.extra
+    assert extra["decoding"] == "fastmtp" and extra["fastmtp_k"] == 3
+    assert extra["verifier_passes"] > 0
+    assert extra["spec_decode_num_drafts"] == extra["verifier_passes"]
+    assert extra["spec_decode_num_draft_tokens"] == 3 * extra["spec_decode_num_drafts"]
+    accepted = extra["spec_decode_num_accepted_tokens"]
+    # One token from the prefill, then accepted + 1 per pass (the last pass may overshoot
+    # the budget, and its surplus is cut).
+    assert got.output_tokens <= 1 + accepted + extra["verifier_passes"]
+    assert len(extra["acceptance_rates"]) == 3
+    assert extra["finished"] in {"stop", "length"}
+
+
+def test_different_pages_prefill_differently_through_the_image_embeddings(tmp_path, tiny):
+    engine = _engine(_write_checkpoint(tmp_path / "draft", with_draft=True), tiny, k=2)
+    engine.load()
+    embeds = [
+        multimodal_prefill(
+            tiny.model, tiny.processor, open_page_image(p.data, p.mime_type, p.page_number), PROMPT
+        )[1]
+        for p in PAGES.values()
+    ]
+    assert not torch.equal(embeds[0][:IMAGE_TOKENS], embeds[1][:IMAGE_TOKENS])
+    assert torch.equal(embeds[0][IMAGE_TOKENS:], embeds[1][IMAGE_TOKENS:])
+
+
+def test_fastmtp_k_zero_decodes_plainly_even_with_a_draft_head(tmp_path, tiny):
+    engine = _engine(_write_checkpoint(tmp_path / "draft", with_draft=True), tiny, k=0)
+    result = engine.transcribe(PAGES["png"], EngineOptions())
+    assert not engine.speculative and result.extra["decoding"] == "greedy"
+
+
+def test_it_reads_the_model_directory_from_the_environment(tmp_path, tiny, monkeypatch):
+    path = _write_checkpoint(tmp_path / "ckpt", with_draft=False)
+    monkeypatch.setenv(ENV_MODEL_DIR, str(path))
+    seen = []
+
+    def loader(model_dir, device, dtype):
+        seen.append(model_dir)
+        return tiny
+
+    TransformersEngine(loader=loader, device="cpu", dtype=torch.float64).load()
+    assert seen == [path]
+
+
+def test_it_refuses_to_load_without_a_model_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv(ENV_MODEL_DIR, raising=False)
+    with pytest.raises(EngineError, match=ENV_MODEL_DIR):
+        TransformersEngine().load()
+    with pytest.raises(EngineError, match="not a directory"):
+        TransformersEngine(tmp_path / "missing").load()
+
+
+def test_a_draft_head_that_does_not_fit_fails_the_load_not_a_page(tmp_path, tiny):
+    path = _write_checkpoint(tmp_path / "bad", with_draft=True)
+    tensors = safetensors_torch.load_file(str(path / "model-00001-of-00001.safetensors"))
+    tensors["mtp_module.mlp.experts.0.up_proj.weight"] = torch.zeros(1)
+    safetensors_torch.save_file(tensors, str(path / "model-00001-of-00001.safetensors"))
+    with pytest.raises(EngineError, match="FastMTP head"):
+        _engine(path, tiny, k=3).load()
+
+
+def test_the_registry_names_the_engine_and_importing_engines_needs_no_torch():
+    assert engine_class("transformers") is TransformersEngine
+    code = (
+        "import sys, model, model.engines; "
+        "assert 'torch' not in sys.modules, 'model.engines imported torch'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
