@@ -119,8 +119,8 @@ class TransformersEngine:
     name: ClassVar[str] = "transformers"
     # Bump when the same page would come out differently (it is part of the cache key).
     version: ClassVar[str] = "transformers-1"
-    # One page at a time: a batch of one is what the speculative loop's crop-only rollback
-    # likes best, and the GPU is shared by nothing else in this process.
+    # One page at a time: the decoding loop holds a lock around the model, and at batch one
+    # every verifier pass rolls the KV cache back by a crop, never a gather.
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(
