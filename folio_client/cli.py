@@ -1,0 +1,246 @@
+"""``folio``: the command-line client.
+
+    folio convert PATH... [-o OUT] [--pages 1-3,7] [--engine NAME] [--format md|json]
+                          [--concurrency N] [--force] [--quiet] [--json]
+    folio jobs list|show|wait|cancel
+    folio engines
+    folio health
+
+Exit status: 0 when everything asked for succeeded, 1 when anything failed (a file, a job,
+the server), 2 for a usage or configuration error, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+
+from folio_client import render
+from folio_client.aio import AsyncClient
+from folio_client.client import Client
+from folio_client.convert import ConvertOptions, Run, convert_all
+from folio_client.errors import ConfigError, FolioError, WaitTimeout
+from folio_client.plan import PlanError, plan
+from folio_client.progress import LineDisplay, LiveDisplay, QuietDisplay
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _common() -> argparse.ArgumentParser:
+    # SUPPRESS: an option given after the subcommand must not be reset by the subparser.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=argparse.SUPPRESS, help="server (else $FOLIO_URL)")
+    common.add_argument(
+        "--api-key", default=argparse.SUPPRESS, help="API key (else $FOLIO_API_KEY)"
+    )
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="folio",
+        description="Folio document OCR from the command line.",
+        epilog="Configuration: arguments, then FOLIO_URL / FOLIO_API_KEY, then "
+        "~/.config/folio/config.toml (or $FOLIO_CONFIG) with `url` and `api_key`.",
+        parents=[common],
+    )
+    parser.set_defaults(url=None, api_key=None, verbose=False)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    convert = commands.add_parser(
+        "convert", parents=[common], help="convert files and folders to Markdown"
+    )
+    convert.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    convert.add_argument("-o", "--out", type=Path, help="write under OUT, mirroring the tree")
+    convert.add_argument("--pages", help="pages of every file, e.g. 1-3,7 (default: all)")
+    convert.add_argument("--engine", help="engine name (see `folio engines`)")
+    convert.add_argument("--format", choices=["md", "json"], default="md", dest="fmt")
+    convert.add_argument("--concurrency", type=_positive, default=4, help="files in flight")
+    convert.add_argument("--force", action="store_true", help="convert files already done")
+    convert.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    convert.add_argument("--json", action="store_true", help="a JSON summary on stdout")
+
+    jobs = commands.add_parser("jobs", parents=[common], help="list, show, wait for, cancel jobs")
+    actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", parents=[common], help="your jobs, newest first")
+    listing.add_argument("--status", help="e.g. running or failed,partially_failed")
+    listing.add_argument("--limit", type=_positive, default=20, help="at most 100")
+    listing.add_argument("--page", type=_positive, default=1)
+    listing.add_argument("--json", action="store_true")
+    show = actions.add_parser("show", parents=[common], help="one job with its pages")
+    show.add_argument("job_id")
+    show.add_argument("--json", action="store_true")
+    wait = actions.add_parser("wait", parents=[common], help="wait until jobs are final")
+    wait.add_argument("job_ids", nargs="+", metavar="job_id")
+    wait.add_argument("--timeout", type=float, help="seconds (default: no limit)")
+    wait.add_argument("--json", action="store_true")
+    cancel = actions.add_parser("cancel", parents=[common], help="cancel jobs")
+    cancel.add_argument("job_ids", nargs="+", metavar="job_id")
+    cancel.add_argument("--json", action="store_true")
+
+    engines = commands.add_parser("engines", parents=[common], help="engines the server runs")
+    engines.add_argument("--json", action="store_true")
+    health = commands.add_parser("health", parents=[common], help="is the server ready?")
+    health.add_argument("--json", action="store_true")
+    return parser
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return number
+
+
+def _setup_logging(console: Console, verbose: bool) -> None:
+    """Log lines (retries, waits) go to stderr through rich, so they print above the live
+    display instead of through it."""
+    package = logging.getLogger("folio_client")
+    for handler in list(package.handlers):
+        if getattr(handler, "folio_cli", False):
+            package.removeHandler(handler)
+    handler = RichHandler(console=console, show_path=False, show_time=False)
+    handler.folio_cli = True  # type: ignore[attr-defined]
+    package.addHandler(handler)
+    package.setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Console(file=sys.stdout, soft_wrap=True)
+    err = Console(file=sys.stderr)
+    _setup_logging(err, args.verbose)
+    try:
+        return COMMANDS[args.command](args, out, err)
+    except ConfigError as exc:
+        err.print(f"folio: {escape(str(exc))}", highlight=False)
+        return EXIT_USAGE
+    except FolioError as exc:
+        err.print(f"folio: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.print("folio: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def cmd_convert(args: argparse.Namespace, out: Console, err: Console) -> int:
+    try:
+        items = plan(args.paths, out=args.out, fmt=args.fmt)
+    except PlanError as exc:
+        err.print(f"folio: {escape(str(exc))}", highlight=False)
+        return EXIT_USAGE
+    options = ConvertOptions(
+        pages=args.pages,
+        engine=args.engine,
+        fmt=args.fmt,
+        concurrency=args.concurrency,
+        force=args.force,
+    )
+    run = Run(items=items, options=options)
+    client = AsyncClient(args.url, args.api_key, max_connections=max(10, 2 * args.concurrency))
+
+    async def go(display) -> None:
+        async with client:
+            await convert_all(client, run, display)
+
+    if args.quiet:
+        asyncio.run(go(QuietDisplay()))
+    elif err.is_terminal:
+        with LiveDisplay(err, files=len(items)) as display:
+            asyncio.run(go(display))
+    else:
+        asyncio.run(go(LineDisplay(err)))
+    if args.json:
+        render.print_json(out, render.summary_data(run))
+    else:
+        render.print_summary(out, run, quiet=args.quiet)
+    failed = any(outcome.status == "failed" for outcome in run.outcomes)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def cmd_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with Client(args.url, args.api_key) as client:
+        if args.action == "list":
+            listing = client.jobs(status=args.status, page=args.page, page_size=args.limit)
+            if args.json:
+                render.print_json(out, [job.raw for job in listing.results])
+            else:
+                render.print_jobs(out, listing)
+            return EXIT_OK
+        if args.action == "show":
+            job = client.job(args.job_id)
+            if args.json:
+                render.print_json(out, job.raw)
+            else:
+                render.print_job(out, job)
+            return EXIT_OK
+        if args.action == "wait":
+            return _wait(client, args, out, err)
+        jobs = [client.cancel(job_id) for job_id in args.job_ids]
+        if args.json:
+            render.print_json(out, [job.raw for job in jobs])
+        else:
+            for job in jobs:
+                out.print(f"{job.id} {job.status}", highlight=False)
+        return EXIT_OK
+
+
+def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) -> int:
+    finished = []
+    code = EXIT_OK
+    for job_id in args.job_ids:
+        try:
+            job = client.wait(job_id, timeout=args.timeout)
+        except WaitTimeout as exc:
+            err.print(f"folio: {escape(str(exc))}", highlight=False)
+            job, code = exc.job, EXIT_FAILED
+        finished.append(job)
+        if not job.succeeded:
+            code = EXIT_FAILED
+    if args.json:
+        render.print_json(out, [job.raw for job in finished])
+    else:
+        for job in finished:
+            reason = f": {job.failure_reason()}" if job.is_final and not job.succeeded else ""
+            out.print(escape(f"{job.id} {job.status}{reason}"), highlight=False)
+    return code
+
+
+def cmd_engines(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with Client(args.url, args.api_key) as client:
+        engines = client.engines()
+    if args.json:
+        render.print_json(out, [engine.id for engine in engines])
+    else:
+        render.print_engines(out, engines)
+    return EXIT_OK
+
+
+def cmd_health(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with Client(args.url, args.api_key) as client:
+        health = client.health()
+        url = client.base_url
+    if args.json:
+        render.print_json(out, render.health_data(health, url))
+    else:
+        render.print_health(out, health, url)
+    return EXIT_OK if health.ready else EXIT_FAILED
+
+
+COMMANDS = {"convert": cmd_convert, "jobs": cmd_jobs, "engines": cmd_engines, "health": cmd_health}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
