@@ -35,14 +35,15 @@ def transcribe_page(self, page_id: int) -> str:
     claim = services.page_claim(page_id=page_id, task_id=self.request.id, worker=_worker_id())
     if claim is None:
         return "skipped"
+    engine = load_engine(claim.engine)
     try:
-        result = load_engine(claim.engine).transcribe(
+        result = engine.transcribe(
             PageInput(
                 data=document_bytes(claim.document_name),
                 mime_type=claim.mime_type,
                 page_number=claim.number,
             ),
-            EngineOptions(**claim.options),
+            EngineOptions.from_dict(claim.options),
         )
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
@@ -68,7 +69,7 @@ def transcribe_page(self, page_id: int) -> str:
         logger.exception("page %s: unexpected engine failure", page_id)
         services.page_fail(claim=claim, error="the engine failed on this page (an internal error)")
         return "failed"
-    services.page_complete(claim=claim, result=result)
+    services.page_complete(claim=claim, result=result, engine_version=engine.version)
     return "done"
 
 

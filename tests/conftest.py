@@ -1,11 +1,15 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import pytest
-from rest_framework.test import APIClient
 
-from tests.workers import WorkerProcess, purge_queues
+if TYPE_CHECKING:
+    from rest_framework.test import APIClient
+
+# Django, DRF and the worker helpers are imported inside the fixtures, so that the pure tests
+# of model/ also run with `pytest -p no:django`.
 
 
 @pytest.fixture
@@ -17,6 +21,8 @@ def make_user(django_user_model):
 
 
 def client_for(user) -> APIClient:
+    from rest_framework.test import APIClient
+
     from webapp.accounts.services import api_key_create
 
     client = APIClient()
@@ -35,6 +41,8 @@ def api(make_user) -> APIClient:
 def worker(django_db_setup):
     """Two real worker processes consuming the local engine's queue, for one test module
     (modules that kill workers start their own)."""
+    from tests.workers import WorkerProcess, purge_queues
+
     purge_queues("ocr.local", "folio")
     with WorkerProcess(concurrency=2) as process:
         yield process

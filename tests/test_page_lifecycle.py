@@ -61,8 +61,13 @@ def test_a_redelivered_message_takes_the_page_over_and_the_dead_claim_cannot_sav
     redelivered = claim(page)
 
     assert redelivered.attempts == 2
-    assert services.page_complete(claim=dead, result=result("stale")) is False
-    assert services.page_complete(claim=redelivered, result=result("fresh")) is True
+    assert (
+        services.page_complete(claim=dead, result=result("stale"), engine_version="test-1") is False
+    )
+    assert (
+        services.page_complete(claim=redelivered, result=result("fresh"), engine_version="test-1")
+        is True
+    )
     page.refresh_from_db()
     assert page.markdown == "fresh"
     job.refresh_from_db()
@@ -72,7 +77,7 @@ def test_a_redelivered_message_takes_the_page_over_and_the_dead_claim_cannot_sav
 @pytest.mark.django_db
 def test_a_finished_page_is_never_claimed_again(job):
     page = job.pages.first()
-    services.page_complete(claim=claim(page), result=result())
+    services.page_complete(claim=claim(page), result=result(), engine_version="test-1")
 
     assert claim(page) is None
 
@@ -93,12 +98,12 @@ def test_a_page_that_keeps_killing_its_worker_is_failed_with_the_reason(job):
 @pytest.mark.django_db
 def test_the_last_page_closes_the_job_with_the_right_status(job):
     pages = list(job.pages.all())
-    services.page_complete(claim=claim(pages[0]), result=result())
+    services.page_complete(claim=claim(pages[0]), result=result(), engine_version="test-1")
     services.page_fail(claim=claim(pages[1]), error="unreadable")
     job.refresh_from_db()
     assert job.status == Job.Status.RUNNING
 
-    services.page_complete(claim=claim(pages[2]), result=result())
+    services.page_complete(claim=claim(pages[2]), result=result(), engine_version="test-1")
 
     job.refresh_from_db()
     assert job.status == Job.Status.PARTIALLY_FAILED
@@ -134,7 +139,7 @@ def test_pages_finishing_at_the_same_moment_close_the_job_exactly_once(job, monk
     def finish(page_claim):
         barrier.wait()
         try:
-            services.page_complete(claim=page_claim, result=result())
+            services.page_complete(claim=page_claim, result=result(), engine_version="test-1")
         finally:
             connection.close()
 

@@ -15,6 +15,7 @@ from tests import documents
 from tests.conftest import client_for
 from tests.document_server import document_server
 from webapp.jobs.models import Job, Page
+from webapp.jobs.services import JobOptions
 from webapp.results.models import CachedPage
 from webapp.results.services import engine_version, options_key
 
@@ -163,7 +164,7 @@ def test_a_cached_result_returns_without_touching_a_worker(api):
         sha256=hashlib.sha256(data).hexdigest(),
         engine="local",
         engine_version=engine_version("local"),
-        options_key=options_key({"table_format": "markdown"}),
+        options_key=options_key(JobOptions().output_options()),
         page_number=1,
         markdown="Invoice number 4721 from the cache",
         output_tokens=7,
@@ -187,7 +188,7 @@ def test_no_cache_and_an_old_cache_entry_both_send_the_page_to_a_worker(api):
         sha256=hashlib.sha256(data).hexdigest(),
         engine="local",
         engine_version=engine_version("local"),
-        options_key=options_key({"table_format": "markdown"}),
+        options_key=options_key(JobOptions().output_options()),
         page_number=1,
         markdown="cached",
         created_at=timezone.now() - timezone.timedelta(hours=1),
@@ -225,6 +226,7 @@ def test_a_job_not_done_within_x_timeout_answers_202_with_its_link(api):
         ({"HTTP_X_TIMEOUT": "500"}, "180"),
         ({"HTTP_X_RESPOND_WITH": "screenshot"}, "jina-ocr-v1"),
         ({"HTTP_X_TOKEN_BUDGET": "lots"}, "X-Token-Budget"),
+        ({"HTTP_X_CACHE_TOLERANCE": "1081236283437919682041691198455808"}, "X-Cache-Tolerance"),
         ({"HTTP_X_RESPOND_WITH": "jina-ocr-v1"}, "not available on this server"),
     ],
 )
@@ -334,3 +336,19 @@ def test_another_users_reader_job_is_not_theirs_to_poll(api, make_user):
 
     other = client_for(make_user("mallory"))
     assert other.get(f"/v1/jobs/{response.json()['data']['jobId']}").status_code == 404
+
+
+@without_worker
+@pytest.mark.parametrize(
+    ("asked", "status"), [("true", Job.Status.CANCELLED), (None, Job.Status.QUEUED)]
+)
+def test_a_stream_client_that_leaves_cancels_the_job_only_if_it_asked_to(api, asked, status):
+    headers = {"HTTP_ACCEPT": "text/event-stream", "HTTP_X_TIMEOUT": "1"}
+    if asked:
+        headers["HTTP_X_CANCEL_ON_DISCONNECT"] = asked
+    response = post_file(api, documents.png_page(), "page.png", **headers)
+
+    next(iter(response.streaming_content))  # the stream has started…
+    response.close()  # …and the client hangs up
+
+    assert Job.objects.get(pk=response["X-Folio-Job"]).status == status

@@ -30,10 +30,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally: nothing from a CDN
     "webapp.core",
     "webapp.accounts",
     "webapp.jobs",
     "webapp.webhooks",
+    "webapp.results",
+    "webapp.reader",
 ]
 
 MIDDLEWARE = [
@@ -118,9 +121,36 @@ FOLIO_MAX_PAGES = env_int("FOLIO_MAX_PAGES", 2000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# Fetching documents from URLs (Reader API, chat image_url) and delivering webhooks.
+# Host names and CIDR networks that may be reached although they are private.
+FOLIO_SSRF_ALLOW = env_list("FOLIO_SSRF_ALLOW", [])
+FOLIO_FETCH_TIMEOUT = env_int("FOLIO_FETCH_TIMEOUT", 30, minimum=1)
+FOLIO_FETCH_MAX_REDIRECTS = env_int("FOLIO_FETCH_MAX_REDIRECTS", 5, minimum=0)
+
+# --- Reader API and OpenAI-compatible endpoint ---------------------------------------------
+# Seconds a Reader request waits for its job when it sends no X-Timeout (at most 180).
+FOLIO_READER_TIMEOUT = env_int("FOLIO_READER_TIMEOUT", 120, minimum=1)
+# Anonymous Reader use: allowed by default, strictly rate-limited per client address.
+FOLIO_READER_REQUIRE_KEY = env_bool("FOLIO_READER_REQUIRE_KEY", False)
+FOLIO_READER_ANON_RATE = env_str("FOLIO_READER_ANON_RATE", "20/min")
+# The model behind the `openai` engine (same variable as the engine reads).
+FOLIO_OPENAI_MODEL = env_str("FOLIO_OPENAI_MODEL", "jinaai/jina-ocr-v1")
+
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
+# Counters shared by every web process (rate limits) live in the broker's Redis.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": (
+            "unix://" + FOLIO_BROKER_URL.removeprefix("redis+socket://")
+            if FOLIO_BROKER_URL.startswith("redis+socket://")
+            else FOLIO_BROKER_URL
+        ),
+        "KEY_PREFIX": "folio",
+    }
+}
 # Seconds one page may take before the worker gives up on it (soft) and kills it (hard).
 FOLIO_PAGE_SOFT_TIME_LIMIT = env_int("FOLIO_PAGE_SOFT_TIME_LIMIT", 300, minimum=1)
 FOLIO_PAGE_TIME_LIMIT = env_int("FOLIO_PAGE_TIME_LIMIT", FOLIO_PAGE_SOFT_TIME_LIMIT + 30, minimum=1)
@@ -146,6 +176,19 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Folio API",
     "DESCRIPTION": "Document OCR: PDFs and page images in, Markdown out.",
     "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "webapp.core.schema.document_errors",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "webapp.jobs.models.Job.Status",
+        "PageStatusEnum": "webapp.jobs.models.Page.Status",
+        "DeliveryStatusEnum": "webapp.webhooks.models.WebhookDelivery.Status",
+    },
 }
 
 # --- accounts, quotas, job lifecycle, webhooks -----------------------------------------------

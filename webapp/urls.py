@@ -1,10 +1,18 @@
 from django.contrib import admin
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from webapp.accounts.api import ApiKeyDetailView, ApiKeyListCreateView
 from webapp.core.health import healthz, readyz
-from webapp.jobs.api import JobCancelView, JobDetailView, JobListCreateView, JobResultView
+from webapp.jobs.api import (
+    JobCancelView,
+    JobDetailView,
+    JobFigureView,
+    JobListCreateView,
+    JobResultView,
+)
+from webapp.reader.chat import ChatCompletionsView, ModelsView
+from webapp.reader.views import ReaderTargetView, ReaderView
 from webapp.webhooks import api as webhooks_api
 
 urlpatterns = [
@@ -14,6 +22,7 @@ urlpatterns = [
     path("v1/jobs/<uuid:job_id>", JobDetailView.as_view(), name="job-detail"),
     path("v1/jobs/<uuid:job_id>/result", JobResultView.as_view(), name="job-result"),
     path("v1/jobs/<uuid:job_id>/cancel", JobCancelView.as_view(), name="job-cancel"),
+    path("v1/jobs/<uuid:job_id>/figures/<str:name>", JobFigureView.as_view(), name="job-figure"),
     path(
         "v1/jobs/<uuid:job_id>/deliveries",
         webhooks_api.JobDeliveriesView.as_view(),
@@ -48,6 +57,16 @@ urlpatterns = [
         name="delivery-redeliver",
     ),
     path("account/", include("webapp.accounts.urls")),
+    path("v1/chat/completions", ChatCompletionsView.as_view(), name="chat-completions"),
+    path("v1/models", ModelsView.as_view(), name="models"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
     path("admin/", admin.site.urls),
+    # Reader's routes come last: GET /<url> takes any path that starts with a scheme.
+    path("", ReaderView.as_view(), name="reader"),
+    re_path(r"^(?P<target>https?:/.*)$", ReaderTargetView.as_view(), name="reader-target"),
 ]
+
+handler404 = "webapp.core.errors.page_not_found"
+handler500 = "webapp.core.errors.server_error"

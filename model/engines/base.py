@@ -28,6 +28,14 @@ class PageInput:
 @dataclass(frozen=True)
 class EngineOptions:
     table_format: TableFormat = "markdown"
+    # Crop the page's figures out (engines that locate them) and link them from the Markdown.
+    figures: bool = False
+
+    @classmethod
+    def from_dict(cls, options: dict) -> EngineOptions:
+        """The engine's share of a job's options (the rest, like a token budget, is the
+        service's business)."""
+        return cls(**{name: options[name] for name in cls.__dataclass_fields__ if name in options})
 
 
 @dataclass

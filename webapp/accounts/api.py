@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from webapp.accounts import selectors, services
 from webapp.accounts.models import ApiKey
+from webapp.core.schema import results_of
 
 
 class ApiKeySerializer(serializers.ModelSerializer):
@@ -35,7 +36,7 @@ class IssuedKeySerializer(ApiKeySerializer):
 
 
 class ApiKeyListCreateView(APIView):
-    @extend_schema(responses={200: ApiKeySerializer(many=True)})
+    @extend_schema(responses={200: results_of(ApiKeySerializer)})
     def get(self, request):
         keys = selectors.api_keys_of(user=request.user)
         return Response({"results": ApiKeySerializer(keys, many=True).data})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -114,3 +114,37 @@ def error_response(error: ApiError) -> Response:
         ),
         status=error.status_code,
     )
+
+
+def _wants_html(request) -> bool:
+    return "text/html" in request.headers.get("Accept", "")
+
+
+def page_not_found(request, exception=None):
+    """Django's 404 for paths no route matches (and ids that are not ids): in the API's
+    error shape, unless a browser asked for a page."""
+    if _wants_html(request):
+        from django.views.defaults import page_not_found as html_page_not_found
+
+        return html_page_not_found(request, exception)
+    body = error_body(
+        http_status=404,
+        name="NotFoundError",
+        detail_code=40401,
+        message=f"No such path: {request.path}",
+    )
+    return JsonResponse(body, status=404)
+
+
+def server_error(request):
+    if _wants_html(request):
+        from django.views.defaults import server_error as html_server_error
+
+        return html_server_error(request)
+    body = error_body(
+        http_status=500,
+        name="ServerError",
+        detail_code=50001,
+        message="an internal error; it was logged, and retrying later may work",
+    )
+    return JsonResponse(body, status=500)

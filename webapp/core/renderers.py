@@ -14,7 +14,24 @@ class MarkdownRenderer(BaseRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if isinstance(data, str):
             return data.encode(self.charset)
-        response = (renderer_context or {}).get("response")
-        if response is not None:
-            response["Content-Type"] = "application/json"
-        return JSONRenderer().render(data, renderer_context=renderer_context)
+        return _as_json(data, renderer_context)
+
+
+class AnyMediaJSONRenderer(BaseRenderer):
+    """Accepts any ``Accept`` (text/plain, text/event-stream, …) so that content negotiation
+    never refuses a request before the view runs; the view answers in the asked format, and
+    errors raised before that go out as JSON."""
+
+    media_type = "*/*"
+    format = "any"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return _as_json(data, renderer_context)
+
+
+def _as_json(data, renderer_context) -> bytes:
+    response = (renderer_context or {}).get("response")
+    if response is not None:
+        response["Content-Type"] = "application/json"
+    return JSONRenderer().render(data, renderer_context=renderer_context)

@@ -3,6 +3,9 @@ delete jobs."""
 
 from __future__ import annotations
 
+from django.core.files.storage import default_storage
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, Throttled
@@ -13,6 +16,7 @@ from rest_framework.views import APIView
 
 from webapp.core.errors import ApiError, bad_parameter, conflict, too_large, unprocessable
 from webapp.core.renderers import MarkdownRenderer
+from webapp.core.schema import results_of
 from webapp.jobs import selectors, services
 from webapp.jobs.serializers import (
     JobCreateSerializer,
@@ -29,6 +33,9 @@ _SUBMISSION_ERRORS = {
     "unprocessable": unprocessable,
     "too_large": too_large,
     "idempotency_mismatch": unprocessable,
+    "over_budget": lambda message: ApiError(
+        message, http_status=409, name="BudgetExceededError", detail_code=40904
+    ),
 }
 
 
@@ -67,7 +74,10 @@ def _owned_job(request, job_id):
 class JobListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(parameters=[JobListQuerySerializer], responses={200: JobSerializer(many=True)})
+    @extend_schema(
+        parameters=[JobListQuerySerializer],
+        responses={200: results_of(JobSerializer, paginated=True)},
+    )
     def get(self, request):
         query = JobListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
@@ -113,7 +123,8 @@ class JobListCreateView(APIView):
                 page_selection=serializer.validated_data.get("pages"),
                 engine=serializer.validated_data.get("engine"),
                 options=services.JobOptions.parse(
-                    table_format=serializer.validated_data.get("table_format")
+                    table_format=serializer.validated_data.get("table_format"),
+                    figures=serializer.validated_data.get("figures", False),
                 ),
                 idempotency_key=idempotency_key,
                 webhook_url=serializer.validated_data.get("webhook_url"),
@@ -155,7 +166,9 @@ class JobResultView(APIView):
 
     @extend_schema(
         responses={
-            (200, "text/markdown"): OpenApiResponse(description="the pages' Markdown, joined"),
+            (200, "text/markdown"): OpenApiResponse(
+                response=OpenApiTypes.STR, description="the pages' Markdown, joined"
+            ),
             (200, "application/json"): PageResultSerializer(many=True),
             409: OpenApiResponse(description="the job has not finished"),
             410: OpenApiResponse(description="the results expired (retention)"),
@@ -185,3 +198,15 @@ class JobResultView(APIView):
                 "usage": JobSerializer().get_usage(job),
             }
         )
+
+
+class JobFigureView(APIView):
+    """A figure crop of a finished page, as linked from its Markdown."""
+
+    @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
+    def get(self, request, job_id, name: str):
+        job = _owned_job(request, job_id)
+        path = services.figure_storage_name(job_id=job.id, name=name)
+        if job.expired_at is not None or not default_storage.exists(path):
+            raise NotFound(f"No figure {name!r} in job {job.id}.")
+        return FileResponse(default_storage.open(path, "rb"), content_type="image/png")

@@ -83,6 +83,9 @@ class Job(models.Model):
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
     engine_seconds = models.FloatField(default=0.0, help_text="sum over pages")
+    # Written once when the job ends: pages/s, output tokens/s, time to first token and
+    # speculative-decoding acceptance, from what its pages' engine reported.
+    engine_metrics = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -163,6 +166,9 @@ class Page(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # What the engine reported beyond the text (timings, speculative decoding, repetition
+    # retries, the stored figure crops): read by the job's engine figures and the UI.
+    extra = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["job", "number"]

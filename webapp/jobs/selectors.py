@@ -68,12 +68,27 @@ def job_pages(*, job: Job) -> QuerySet[Page]:
     return job.pages.order_by("number")
 
 
+def page_text(page: Page) -> str:
+    """A page's part of a result: its Markdown, or a visible note if it failed."""
+    if page.status == Page.Status.SUCCEEDED:
+        return page.markdown.strip()
+    if page.status == Page.Status.FAILED:
+        return f"<!-- page {page.number} failed: {page.error} -->"
+    return ""
+
+
 def job_markdown(*, job: Job) -> str:
     """The pages' Markdown joined in page order; a failed page leaves a visible note."""
-    parts = []
-    for page in job_pages(job=job).only("number", "status", "markdown", "error"):
-        if page.status == Page.Status.SUCCEEDED:
-            parts.append(page.markdown.strip())
-        elif page.status == Page.Status.FAILED:
-            parts.append(f"<!-- page {page.number} failed: {page.error} -->")
-    return "\n\n".join(part for part in parts if part) + "\n"
+    pages = job_pages(job=job).only("number", "status", "markdown", "error")
+    return "\n\n".join(text for page in pages if (text := page_text(page))) + "\n"
+
+
+def job_pages_finished_in_order(*, job: Job, after: int) -> list[Page]:
+    """The finished pages past the first ``after``, stopping at the first unfinished one, so
+    that a stream of pages never skips ahead of a page still being read."""
+    ready = []
+    for page in job_pages(job=job)[after:]:
+        if page.status not in (Page.Status.SUCCEEDED, Page.Status.FAILED):
+            break
+        ready.append(page)
+    return ready

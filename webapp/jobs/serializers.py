@@ -17,6 +17,11 @@ class JobCreateSerializer(serializers.Serializer):
     )
     engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
     table_format = serializers.ChoiceField(choices=["markdown", "html"], required=False)
+    figures = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="store figure crops and link them from the Markdown (engines that find figures)",
+    )
     webhook_url = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -66,7 +71,11 @@ class PageSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "error",
+            "extra",
         ]
+        # What the engine reported beyond the text; its `figures` are served at
+        # /v1/jobs/{id}/figures/{name}.
+        extra_kwargs = {"extra": {"read_only": True}}
 
 
 class PageResultSerializer(PageSerializer):
@@ -121,6 +130,9 @@ class JobSerializer(serializers.ModelSerializer):
             "output_tokens": job.output_tokens,
             "tokens": job.input_tokens + job.output_tokens,
             "engine_seconds": round(job.engine_seconds, 3),
+            # Once the job has ended: pages/s, output tokens/s, time to first token, and the
+            # speculative-decoding acceptance where the engine reports it.
+            "engine": job.engine_metrics,
         }
 
     def get_links(self, job: Job) -> dict:

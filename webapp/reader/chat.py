@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 from django.conf import settings
 from django.http import JsonResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView, exception_handler
@@ -17,6 +19,7 @@ from rest_framework.views import APIView, exception_handler
 from model.engines.registry import engine_names
 from webapp.core.errors import ApiError
 from webapp.jobs import selectors, services
+from webapp.jobs.api import submission_api_error
 from webapp.jobs.models import Job
 from webapp.jobs.waiting import job_updates, job_wait
 from webapp.reader.engines import engine_for_model, engines_serving_now
@@ -64,6 +67,7 @@ class OpenAIView(APIView):
 
 
 class ModelsView(OpenAIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Engines this server runs now")
     def get(self, request):
         served = engines_serving_now()
         models = sorted(served | {model for model in MODELS if _available(model)})
@@ -79,6 +83,11 @@ class ModelsView(OpenAIView):
 
 
 class ChatCompletionsView(OpenAIView):
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+        summary="Read the images of a chat message (OpenAI chat completions)",
+    )
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         model = body.get("model")
@@ -113,7 +122,7 @@ class ChatCompletionsView(OpenAIView):
                 owner=request.user, data=source.data, filename=source.filename, engine=engine
             )
         except services.SubmissionError as exc:
-            raise ChatError(str(exc), status=422 if exc.kind == "unprocessable" else 400) from exc
+            raise submission_api_error(exc) from exc
 
 
 def _available(model: str) -> bool:

@@ -12,6 +12,8 @@ from django.conf import settings
 from webapp.core.errors import bad_parameter
 
 MAX_TIMEOUT_SECONDS = 180
+# Bigger numbers are typos or probes, and would overflow a timedelta.
+MAX_WHOLE_NUMBER = 10**12
 # X-Respond-With values: the format of the answer, or the model to read with.
 TEXT_FORMATS = ("markdown", "content", "text")
 MODELS = ("jina-ocr-v1",)
@@ -40,6 +42,8 @@ class ReaderOptions:
     cache_tolerance: timedelta | None = None
     token_budget: int | None = None
     respond_async: bool = False
+    # An event stream whose client disconnects cancels the job's unread pages (opt-in).
+    cancel_on_disconnect: bool = False
     response_format: str = "text"  # "text" | "json" | "sse"
 
     @property
@@ -66,6 +70,9 @@ def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
         cache_tolerance=_seconds("X-Cache-Tolerance", option("X-Cache-Tolerance")),
         token_budget=_positive("X-Token-Budget", option("X-Token-Budget")),
         respond_async="respond-async" in request.headers.get("Prefer", "").lower(),
+        cancel_on_disconnect=_flag(
+            "X-Cancel-On-Disconnect", request.headers.get("X-Cancel-On-Disconnect")
+        ),
         response_format=_response_format(request.headers.get("Accept", "")),
     )
 
@@ -115,7 +122,7 @@ def _flag(name: str, value: str | None) -> bool:
 def _seconds(name: str, value: str | None) -> timedelta | None:
     if value is None or value == "":
         return None
-    if not value.isdigit():
+    if not value.isdigit() or int(value) > MAX_WHOLE_NUMBER:
         raise bad_parameter(f"{name} {value!r} must be a whole number of seconds")
     return timedelta(seconds=int(value))
 
@@ -123,7 +130,7 @@ def _seconds(name: str, value: str | None) -> timedelta | None:
 def _positive(name: str, value: str | None) -> int | None:
     if value is None or value == "":
         return None
-    if not value.isdigit() or int(value) < 1:
+    if not value.isdigit() or not 1 <= int(value) <= MAX_WHOLE_NUMBER:
         raise bad_parameter(f"{name} {value!r} must be a positive whole number")
     return int(value)
 

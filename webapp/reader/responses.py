@@ -10,7 +10,7 @@ from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 
 from model.plaintext import markdown_to_text
 from webapp.core.errors import ApiError, error_body, unprocessable
-from webapp.jobs import selectors
+from webapp.jobs import selectors, services
 from webapp.jobs.models import Job
 from webapp.jobs.waiting import job_updates
 from webapp.reader.options import ReaderOptions
@@ -82,6 +82,15 @@ def event_stream(*, job: Job, source: Source, options: ReaderOptions) -> Streami
     one complete; ``event: error`` if nothing could be read or time ran out."""
 
     def frames() -> Iterator[str]:
+        try:
+            yield from job_frames()
+        except GeneratorExit:
+            # The client went away mid-stream. Paid-for work goes on unless it asked otherwise.
+            if options.cancel_on_disconnect:
+                services.job_cancel(job=job)
+            raise
+
+    def job_frames() -> Iterator[str]:
         sent = 0
         for update in job_updates(job_id=job.id, timeout=options.timeout):
             if update.status == Job.Status.FAILED:

@@ -8,14 +8,16 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
-from webapp.core.errors import ApiError, bad_parameter, too_large, unprocessable
+from webapp.core.errors import bad_parameter
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
+from webapp.jobs.api import submission_api_error
 from webapp.jobs.waiting import job_wait
 from webapp.reader.anonymous import anonymous_owner
 from webapp.reader.engines import engine_for_model
@@ -35,37 +37,21 @@ READER_HEADERS = [
     OpenApiParameter("X-Token-Budget", int, OpenApiParameter.HEADER),
 ]
 
-_SUBMISSION_ERRORS = {
-    "bad_parameter": bad_parameter,
-    "unprocessable": unprocessable,
-    "too_large": too_large,
-    "over_budget": lambda message: ApiError(
-        message, http_status=409, name="BudgetExceededError", detail_code=40904
-    ),
+READER_RESPONSES = {
+    (200, "text/plain"): OpenApiTypes.STR,
+    (200, "application/json"): OpenApiTypes.OBJECT,
+    (200, "text/event-stream"): OpenApiTypes.STR,
+    202: OpenApiTypes.OBJECT,
 }
 
 
-class ReaderView(APIView):
+class _ReaderBase(APIView):
     parser_classes = [JSONParser, FormParser, MultiPartParser]
     renderer_classes = [AnyMediaJSONRenderer]
     throttle_classes = [AnonymousReaderThrottle]
 
     def get_permissions(self):
         return [IsAuthenticated() if settings.FOLIO_READER_REQUIRE_KEY else AllowAny()]
-
-    @extend_schema(parameters=READER_HEADERS, responses={200: dict, 202: dict})
-    def get(self, request, target: str | None = None):
-        if target is None:
-            return self.index(request)
-        return self.read(request, body={}, url=_target_url(request))
-
-    @extend_schema(parameters=READER_HEADERS, request=dict, responses={200: dict, 202: dict})
-    def post(self, request):
-        body = request.data if hasattr(request.data, "get") else {}
-        url = body.get("url")
-        if url is not None and not isinstance(url, str):
-            raise bad_parameter("`url` must be a string")
-        return self.read(request, body=body, url=url or None)
 
     def read(self, request, *, body, url: str | None):
         options = reader_options(request, body=body, url=url)
@@ -85,7 +71,7 @@ class ReaderView(APIView):
                 ),
             )
         except services.SubmissionError as exc:
-            raise _SUBMISSION_ERRORS[exc.kind](str(exc)) from exc
+            raise submission_api_error(exc) from exc
         poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
         if options.respond_async:
             return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
@@ -95,6 +81,36 @@ class ReaderView(APIView):
         if not job.is_final:
             return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
         return finished_response(job=job, source=source, options=options)
+
+
+class ReaderView(_ReaderBase):
+    """``POST /`` reads a document; ``GET /`` tells how."""
+
+    @extend_schema(
+        operation_id="reader_index",
+        responses={
+            (200, "text/plain"): OpenApiTypes.STR,
+            (200, "application/json"): OpenApiTypes.OBJECT,
+        },
+    )
+    def get(self, request):
+        return self.index(request)
+
+    @extend_schema(
+        operation_id="reader_read",
+        parameters=READER_HEADERS,
+        request={
+            "application/json": OpenApiTypes.OBJECT,
+            "multipart/form-data": OpenApiTypes.OBJECT,
+        },
+        responses=READER_RESPONSES,
+    )
+    def post(self, request):
+        body = request.data if hasattr(request.data, "get") else {}
+        url = body.get("url")
+        if url is not None and not isinstance(url, str):
+            raise bad_parameter("`url` must be a string")
+        return self.read(request, body=body, url=url or None)
 
     def index(self, request):
         if "text/html" in request.headers.get("Accept", ""):
@@ -127,6 +143,16 @@ class ReaderView(APIView):
             "Schema: /api/schema/",
         ]
         return HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
+
+
+class ReaderTargetView(_ReaderBase):
+    """``GET /<url>``: the document's URL is the path."""
+
+    @extend_schema(
+        operation_id="reader_read_url", parameters=READER_HEADERS, responses=READER_RESPONSES
+    )
+    def get(self, request, target: str):
+        return self.read(request, body={}, url=_target_url(request))
 
 
 def _target_url(request) -> str:

@@ -65,3 +65,8 @@ def cached_page_store(
             "created_at": now or timezone.now(),
         },
     )
+
+
+def cached_pages_forget(*, sha256: str) -> int:
+    deleted, _ = CachedPage.objects.filter(sha256=sha256).delete()
+    return deleted

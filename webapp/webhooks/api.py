@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.errors import bad_parameter
+from webapp.core.schema import results_of
 from webapp.jobs import selectors as job_selectors
 from webapp.webhooks import selectors, services
 from webapp.webhooks.serializers import (
@@ -30,7 +31,7 @@ def _owned_endpoint(request, endpoint_id):
 
 
 class EndpointListCreateView(APIView):
-    @extend_schema(responses={200: EndpointSerializer(many=True)})
+    @extend_schema(responses={200: results_of(EndpointSerializer)})
     def get(self, request):
         endpoints = selectors.endpoints_of(owner=request.user)
         return Response({"results": EndpointSerializer(endpoints, many=True).data})
@@ -76,7 +77,7 @@ class EndpointRotateSecretView(APIView):
 
 
 class EndpointDeliveriesView(APIView):
-    @extend_schema(responses={200: DeliverySerializer(many=True)})
+    @extend_schema(responses={200: results_of(DeliverySerializer)})
     def get(self, request, endpoint_id):
         endpoint = _owned_endpoint(request, endpoint_id)
         deliveries = selectors.deliveries_of(owner=request.user).filter(endpoint=endpoint)
@@ -85,7 +86,7 @@ class EndpointDeliveriesView(APIView):
 
 
 class JobDeliveriesView(APIView):
-    @extend_schema(responses={200: DeliverySerializer(many=True)})
+    @extend_schema(responses={200: results_of(DeliverySerializer)})
     def get(self, request, job_id):
         job = job_selectors.job_get(owner=request.user, job_id=job_id)
         if job is None:
