@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "webapp.webhooks",
     "webapp.results",
     "webapp.reader",
+    "webapp.ui",
 ]
 
 MIDDLEWARE = [
@@ -48,6 +49,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "webapp.ui.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -195,7 +197,8 @@ SPECTACULAR_SETTINGS = {
 # Sign-up at /account/signup/; switch it off where an admin hands out the accounts.
 FOLIO_SIGNUP_ENABLED = env_bool("FOLIO_SIGNUP_ENABLED", True)
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "account-home"
+# The browser interface's home: upload and recent jobs.
+LOGIN_REDIRECT_URL = "ui-upload"
 LOGOUT_REDIRECT_URL = "login"
 # Defaults for every user (0: no limit); a user's own limits are set in the admin.
 FOLIO_PAGES_PER_DAY = env_int("FOLIO_PAGES_PER_DAY", 10_000, minimum=0)

@@ -12,7 +12,8 @@ from webapp.jobs.api import (
     JobResultView,
 )
 from webapp.reader.chat import ChatCompletionsView, ModelsView
-from webapp.reader.views import ReaderTargetView, ReaderView
+from webapp.reader.views import ReaderTargetView
+from webapp.ui.views import home_or_reader
 from webapp.webhooks import api as webhooks_api
 
 urlpatterns = [
@@ -63,8 +64,10 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("v1/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
     path("admin/", admin.site.urls),
-    # Reader's routes come last: GET /<url> takes any path that starts with a scheme.
-    path("", ReaderView.as_view(), name="reader"),
+    path("", include("webapp.ui.urls")),
+    # Reader's routes come last: GET /<url> takes any path that starts with a scheme. A
+    # browser's GET / (Accept: text/html) is the UI's home page; everything else is Reader.
+    path("", home_or_reader, name="reader"),
     re_path(r"^(?P<target>https?:/.*)$", ReaderTargetView.as_view(), name="reader-target"),
 ]
 

@@ -1,0 +1,101 @@
+"""Forms of the browser interface; the services do the real validation and say why."""
+
+from __future__ import annotations
+
+from django import forms
+
+from webapp.jobs.models import Job
+from webapp.webhooks.models import Event
+
+STATUS_FILTERS = [
+    ("", "Any status"),
+    ("active", "Queued or running"),
+    *[(value, label.replace("_", " ").capitalize()) for value, label in Job.Status.choices],
+]
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data]
+        files = [file for file in files if file]
+        if not files:
+            raise forms.ValidationError("Choose at least one file to read.", code="required")
+        return [super(MultipleFileField, self).clean(file, initial) for file in files]
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(
+        label="Documents",
+        widget=MultipleFileInput(
+            attrs={"accept": ".pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp", "multiple": True}
+        ),
+        help_text="PDF, PNG, JPEG, TIFF (multi-page too) or WebP; one job per file.",
+    )
+    pages = forms.CharField(
+        label="Pages",
+        required=False,
+        max_length=200,
+        help_text="All pages if empty; or numbers and ranges like 1-3,7 or 5-.",
+        widget=forms.TextInput(attrs={"placeholder": "all", "autocomplete": "off"}),
+    )
+    engine = forms.ChoiceField(label="Engine")
+    table_format = forms.ChoiceField(
+        label="Tables as",
+        choices=[("markdown", "Markdown tables"), ("html", "HTML tables")],
+        initial="markdown",
+    )
+    webhook_url = forms.URLField(
+        label="Webhook URL (optional)",
+        required=False,
+        max_length=2000,
+        assume_scheme="https",
+        help_text="Receives a signed event when each job ends.",
+        widget=forms.URLInput(attrs={"placeholder": "https://example.org/hooks/folio"}),
+    )
+
+    def __init__(self, *args, engines: list[str], default_engine: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["engine"].choices = [(name, name) for name in engines]
+        self.fields["engine"].initial = default_engine
+
+
+class JobFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=STATUS_FILTERS, required=False)
+    q = forms.CharField(label="File name", required=False, max_length=200)
+    created_after = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    created_before = forms.DateField(
+        label="Until", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+
+    def clean(self):
+        data = super().clean()
+        after, before = data.get("created_after"), data.get("created_before")
+        if after and before and after > before:
+            raise forms.ValidationError("The “From” date must not be after the “Until” date.")
+        return data
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(
+        label="Name",
+        max_length=100,
+        required=False,
+        help_text="So you can tell your keys apart, e.g. “laptop” or “nightly import”.",
+    )
+
+
+class EndpointForm(forms.Form):
+    url = forms.URLField(label="URL", max_length=2000, assume_scheme="https")
+    events = forms.MultipleChoiceField(
+        label="Events",
+        choices=Event.choices,
+        initial=[str(event) for event in Event if event != Event.PAGE_COMPLETED],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    description = forms.CharField(label="Description", max_length=200, required=False)

@@ -1,0 +1,67 @@
+/* One job's page: progress, ETA and each page's status follow the jobs API while it runs;
+   a page's panel (image beside rendered text) appears as soon as that page is done. */
+"use strict";
+(function () {
+  const POLL_MS = 1500;
+  const Folio = window.Folio;
+
+  function progressText(p) {
+    let text = `${p.done} of ${p.total} pages done`;
+    if (p.failed) text += `, ${p.failed} failed`;
+    if (p.cancelled) text += `, ${p.cancelled} cancelled`;
+    return text;
+  }
+
+  async function refreshPanel(root, number, status) {
+    const panel = root.querySelector(`[data-panel="${number}"]`);
+    if (!panel || panel.dataset.panelStatus === status) return;
+    const response = await fetch(`${root.dataset.panelBase}${number}/`, { credentials: "same-origin" });
+    if (!response.ok) return;
+    const template = document.createElement("template");
+    template.innerHTML = (await response.text()).trim();  // server-rendered, sanitized HTML
+    const fresh = template.content.firstElementChild;
+    panel.replaceWith(fresh);
+    Folio.renderMath(fresh);
+  }
+
+  async function poll(root) {
+    let job;
+    try {
+      const response = await fetch(root.dataset.api, {
+        headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) throw new Error(String(response.status));
+      job = await response.json();
+    } catch (error) {
+      setTimeout(() => poll(root), POLL_MS * 2);
+      return;
+    }
+    const p = job.progress;
+    Folio.setProgress(root, job);
+    root.querySelector("[data-progress-text]").textContent = progressText(p);
+    root.querySelector("[data-percent]").textContent = `${Math.round(p.percent)}%`;
+    root.querySelector("[data-eta]").textContent = Folio.isFinal(job.status)
+      ? `took ${Folio.duration(p.elapsed_seconds)}`
+      : p.eta_seconds === null ? "estimating time left…" : `about ${Folio.duration(p.eta_seconds)} left`;
+    root.querySelector("[data-tokens]").textContent = String(job.usage.tokens);
+    for (const page of job.pages) {
+      const chip = root.querySelector(`[data-chip="${page.number}"]`);
+      if (chip) {
+        Folio.setStatusClass(chip, page.status);
+        chip.title = `Page ${page.number}: ${Folio.statusLabels[page.status] || page.status}`;
+        chip.querySelector("[data-chip-label]").textContent = ` ${Folio.statusLabels[page.status] || page.status}`;
+      }
+      await refreshPanel(root, page.number, page.status);
+    }
+    if (Folio.isFinal(job.status)) {
+      // Downloads and actions depend on the final state: take the page as the server draws it.
+      window.location.reload();
+      return;
+    }
+    setTimeout(() => poll(root), POLL_MS);
+  }
+
+  window.addEventListener("DOMContentLoaded", () => {
+    const root = document.getElementById("job");
+    if (root && root.dataset.final !== "true") setTimeout(() => poll(root), POLL_MS / 2);
+  });
+})();
