@@ -15,6 +15,7 @@ from model.engines import EngineError, EngineOptions, PageInput, TransientEngine
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
 from webapp.accounts import services as account_services
+from webapp.core.logcontext import log_context
 from webapp.jobs import services
 from webapp.webhooks import services as webhook_services
 
@@ -35,6 +36,11 @@ def transcribe_page(self, page_id: int) -> str:
     claim = services.page_claim(page_id=page_id, task_id=self.request.id, worker=_worker_id())
     if claim is None:
         return "skipped"
+    with log_context(job_id=claim.job_id, page=claim.number, engine=claim.engine):
+        return _transcribe(self, claim)
+
+
+def _transcribe(task, claim: services.PageClaim) -> str:
     engine = load_engine(claim.engine)
     try:
         result = engine.transcribe(
@@ -55,7 +61,7 @@ def transcribe_page(self, page_id: int) -> str:
         countdown = get_exponential_backoff_interval(
             factor=2, retries=claim.attempts, maximum=RETRY_BACKOFF_MAX_SECONDS, full_jitter=True
         )
-        raise self.retry(countdown=countdown, max_retries=None) from exc
+        raise task.retry(countdown=countdown, max_retries=None) from exc
     except EngineError as exc:
         services.page_fail(claim=claim, error=str(exc))
         return "failed"
@@ -66,7 +72,7 @@ def transcribe_page(self, page_id: int) -> str:
         )
         return "failed"
     except Exception:
-        logger.exception("page %s: unexpected engine failure", page_id)
+        logger.exception("page %s: unexpected engine failure", claim.page_id)
         services.page_fail(claim=claim, error="the engine failed on this page (an internal error)")
         return "failed"
     services.page_complete(claim=claim, result=result, engine_version=engine.version)

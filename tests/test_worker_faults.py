@@ -92,3 +92,38 @@ def test_a_whole_worker_killed_mid_page_leaves_its_page_to_the_next_worker(api):
     assert job["status"] == "succeeded"
     assert {p["number"]: p["attempts"] for p in job["pages"]}[page.number] == 2
     assert_each_page_once(api, job_id)
+
+
+def test_pages_whose_messages_an_emptied_broker_lost_are_sent_again(api):
+    from datetime import timedelta
+
+    from ocr_worker.celery_app import app
+    from webapp.jobs import services
+
+    job_id = submit(api)  # sent to the queue; no worker is running yet
+    with app.connection_for_write() as connection:
+        connection.default_channel.client.flushdb()  # Redis comes back with nothing
+
+    reaped = services.pages_reap(
+        stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1), lost_after=timedelta(0)
+    )
+
+    assert reaped == len(PAGE_WORDS)
+    with WorkerProcess(concurrency=1):
+        job = wait_for_job(api, job_id)
+    assert job["status"] == "succeeded"
+    assert_each_page_once(api, job_id)
+
+
+def test_nothing_is_sent_again_while_the_queue_still_holds_messages(api):
+    from datetime import timedelta
+
+    from webapp.jobs import services
+
+    submit(api)  # four messages wait in the queue
+
+    reaped = services.pages_reap(
+        stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1), lost_after=timedelta(0)
+    )
+
+    assert reaped == 0

@@ -19,6 +19,7 @@ from webapp.webhooks import api as webhooks_api
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
+    path("", include("django_prometheus.urls")),  # /metrics
     path("v1/jobs", JobListCreateView.as_view(), name="job-list"),
     path("v1/jobs/<uuid:job_id>", JobDetailView.as_view(), name="job-detail"),
     path("v1/jobs/<uuid:job_id>/result", JobResultView.as_view(), name="job-result"),

@@ -6,4 +6,6 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
-        from webapp.core import schema  # noqa: F401  (registers the schema extensions)
+        from webapp.core import metrics, schema  # noqa: F401  (registers the schema extensions)
+
+        metrics.register()

@@ -42,3 +42,13 @@ def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, str]]) -> bool:
         logger.exception("broker unreachable; the reaper will enqueue these pages later")
         return False
     return True
+
+
+def queue_depth(*, engine: str) -> int | None:
+    """Messages waiting in an engine's queue; ``None`` when the broker cannot say."""
+    try:
+        with app.connection_for_write() as connection:
+            return connection.default_channel.client.llen(engine_queue(engine))
+    except Exception:
+        logger.warning("queue depth of %s unavailable", engine, exc_info=True)
+        return None

@@ -30,7 +30,7 @@ from model.pages import PageSelectionError, parse_page_selection
 from model.usage import job_usage
 from webapp.accounts import services as account_services
 from webapp.jobs.models import Document, Job, Page
-from webapp.jobs.queueing import pages_enqueue
+from webapp.jobs.queueing import pages_enqueue, queue_depth
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_page_store, cached_pages, cached_pages_forget
 from webapp.webhooks import services as webhook_services
@@ -617,9 +617,12 @@ def retention_expiry(*, finished_at):
 # --- maintenance ------------------------------------------------------------------------------
 
 
-def pages_reap(*, stuck_after: timedelta, unsent_after: timedelta) -> int:
+def pages_reap(
+    *, stuck_after: timedelta, unsent_after: timedelta, lost_after: timedelta | None = None
+) -> int:
     """Hand out again the pages that no message will ever finish: claimed by a worker that
-    died (running far past the time limit) or never sent (the broker was down at submit).
+    died (running far past the time limit), never sent (the broker was down at submit), or
+    sent but lost (the broker restarted empty: its queue is empty while pages still wait).
 
     Each gets a new task id, which turns any old message for it into a no-op."""
     now = timezone.now()
@@ -633,7 +636,8 @@ def pages_reap(*, stuck_after: timedelta, unsent_after: timedelta) -> int:
         job__status__in=Job.ACTIVE,
     )
     reaped = 0
-    for candidates in (stuck, unsent):
+    lost = _lost_pages(now=now, lost_after=unsent_after if lost_after is None else lost_after)
+    for candidates in (stuck, unsent, *lost):
         for page_id, status, task_id, engine in candidates.values_list(
             "pk", "status", "task_id", "job__engine"
         )[:1000]:
@@ -653,6 +657,22 @@ def pages_reap(*, stuck_after: timedelta, unsent_after: timedelta) -> int:
         logger.warning("re-enqueued %d pages that no worker was going to finish", reaped)
     _cancelled_job_pages_close(now=now, stuck_after=stuck_after)
     return reaped
+
+
+def _lost_pages(*, now, lost_after: timedelta) -> list:
+    """Queued pages whose message is gone. While an engine's queue holds messages a waiting
+    page may be among them, so only an empty queue proves the loss; pages behind a lost
+    message are then found on a later round, once the queue has drained."""
+    waiting = Page.objects.filter(
+        status=Page.Status.QUEUED,
+        sent_at__lt=now - lost_after,
+        job__status__in=Job.ACTIVE,
+    )
+    lost = []
+    for engine in waiting.order_by().values_list("job__engine", flat=True).distinct():
+        if queue_depth(engine=engine) == 0:
+            lost.append(waiting.filter(job__engine=engine))
+    return lost
 
 
 def _cancelled_job_pages_close(*, now, stuck_after: timedelta) -> int:
