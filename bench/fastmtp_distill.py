@@ -21,9 +21,13 @@ and device, under one ``torch.set_num_threads`` setting (``--threads``; 1 on CPU
 because on a shared 2-core machine two intra-op threads stall whenever a neighbour holds a
 core, which made greedy runs of the same work vary 2.3 s .. 13 s). Every contender first runs
 once untimed (warm-up; the speculative runs there also fill the counters and the lossless
-check). Then ``--repeats`` rounds each time greedy and K = 1..4 back to back, wall clock of
-the whole prompt set (``torch.cuda.synchronize`` around it on a GPU); the speed-up is the
-median over rounds of greedy time / speculative time, so both sides of a ratio share a load.
+check). Then ``--repeats`` rounds: in each, every batch is decoded by greedy and by K = 1..4
+back to back (wall clock per batch, ``torch.cuda.synchronize`` around it on a GPU) before the
+next batch, so that both sides of a ratio share whatever load the machine had in that second;
+a round's ratio is its total greedy time over its total speculative time, and the speed-up
+printed is the median over rounds (the per-round ratios are printed too). On a CPU the
+process's CPU-time ratio is printed beside it: with one thread it barely moves when
+neighbours load the machine, so it is the steadier figure there; on a GPU it means little.
 
 Output ends with one line per K:
 ``K=3 tokens_per_step=2.41 acceptance=0.71,0.52,0.33 speedup=1.62 lossless=yes``
@@ -294,12 +298,13 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def timed(fn, device: torch.device) -> tuple[list[list[int]], float]:
+def timed(fn, device: torch.device) -> tuple[float, float]:
+    """Wall-clock and this process's CPU seconds of ``fn()``."""
     _sync(device)
-    start = time.perf_counter()
-    out = fn()
+    start, cpu = time.perf_counter(), time.process_time()
+    fn()
     _sync(device)
-    return out, time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def evaluate(
@@ -308,27 +313,25 @@ def evaluate(
     ps = prompts(9, cfg.eval_prompts)
     chunks = [ps[i : i + cfg.eval_batch] for i in range(0, len(ps), cfg.eval_batch)]
 
+    def plain_batch(c: list[list[int]]) -> list[list[int]]:
+        return greedy_decode(verifier, c, max_new_tokens=cfg.eval_tokens, eos_token_id=EOS)
+
+    def spec_batch(c: list[list[int]], k: int, counters: SpecCounters | None) -> list[list[int]]:
+        return speculative_decode(
+            verifier,
+            block,
+            c,
+            k=k,
+            max_new_tokens=cfg.eval_tokens,
+            eos_token_id=EOS,
+            counters=counters,
+        )
+
     def plain() -> list[list[int]]:
-        return [
-            o
-            for c in chunks
-            for o in greedy_decode(verifier, c, max_new_tokens=cfg.eval_tokens, eos_token_id=EOS)
-        ]
+        return [o for c in chunks for o in plain_batch(c)]
 
     def spec(k: int, counters: SpecCounters | None) -> list[list[int]]:
-        return [
-            o
-            for c in chunks
-            for o in speculative_decode(
-                verifier,
-                block,
-                c,
-                k=k,
-                max_new_tokens=cfg.eval_tokens,
-                eos_token_id=EOS,
-                counters=counters,
-            )
-        ]
+        return [o for c in chunks for o in spec_batch(c, k, counters)]
 
     ks = range(1, 5)
     # Untimed warm-up of every contender (allocator, kernel selection, lazy init); the
@@ -343,16 +346,30 @@ def evaluate(
         if not lossless[k]:
             bad = sum(g != r for g, r in zip(got, reference, strict=True))
             print(f"  K={k}: {bad} of {len(got)} sequences differ from greedy", flush=True)
-    # Interleaved rounds: greedy and every K back to back on the same batches, so that a
-    # neighbour's load on a shared machine hits both sides of each ratio alike; the speed-up
-    # is the median of the per-round ratios.
+    # Interleaved rounds: within a round, each batch is decoded by greedy and by every K back
+    # to back before the next batch, so that a neighbour's load on a shared machine hits both
+    # sides of a ratio alike; a round's ratio is total greedy time / total speculative time,
+    # and the speed-up is the median over rounds.
     ratios: dict[int, list[float]] = {k: [] for k in ks}
+    cpu_ratios: dict[int, list[float]] = {k: [] for k in ks}
     base_times: list[float] = []
     for _ in range(repeats):
-        base = timed(plain, device)[1]
-        base_times.append(base)
+        wall = dict.fromkeys([0, *ks], 0.0)
+        cpu = dict.fromkeys([0, *ks], 0.0)
+        for c in chunks:
+            for k in [0, *ks]:
+                fn = (
+                    (lambda c=c: plain_batch(c))
+                    if k == 0
+                    else (lambda c=c, k=k: spec_batch(c, k, None))
+                )
+                w, t = timed(fn, device)
+                wall[k] += w
+                cpu[k] += t
+        base_times.append(wall[0])
         for k in ks:
-            ratios[k].append(base / timed(lambda k=k: spec(k, None), device)[1])
+            ratios[k].append(wall[0] / wall[k])
+            cpu_ratios[k].append(cpu[0] / cpu[k])
     base = statistics.median(base_times)
     print(f"greedy: {produced} tokens in {base:.2f}s ({produced / base:.1f} tok/s)", flush=True)
     lines = []
@@ -360,7 +377,8 @@ def evaluate(
         speedup = statistics.median(ratios[k])
         spread = ",".join(f"{r:.2f}" for r in ratios[k])
         print(
-            f"K={k}: {counters[k].verifier_passes} verifier passes, speed-up per round {spread}",
+            f"K={k}: {counters[k].verifier_passes} verifier passes, speed-up per round {spread}"
+            f" (CPU-time speed-up {statistics.median(cpu_ratios[k]):.2f})",
             flush=True,
         )
         rates = ",".join(f"{a:.2f}" for a in counters[k].acceptance_rates)
