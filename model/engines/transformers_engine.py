@@ -168,6 +168,7 @@ class TransformersEngine:
         draft = None
         if self._k > 0 and has_draft_tensors(model_dir):
             draft = _load_draft(model_dir, checkpoint.model, adapter, device, dtype)
+        self._model_dir = model_dir
         self._checkpoint, self._adapter, self._draft = checkpoint, adapter, draft
         logger.info(
             "transformers engine: %s on %s (%s), %s, loaded in %.1fs",
@@ -211,7 +212,7 @@ class TransformersEngine:
         ids, embeds = multimodal_prefill(model, processor, image, PROMPT)
         eos = _eos_token_id(model, processor)
         common = {"max_new_tokens": self._max_new_tokens, "eos_token_id": eos}
-        extra: dict[str, Any] = {"model": self._model_name()}
+        extra: dict[str, Any] = {"model": self._model_dir.name if self._model_dir else ""}
         if self._draft is None:
             tokens = greedy_decode(self._adapter, [ids], prompt_embeds=[embeds], **common)[0]
             extra["decoding"] = "greedy"
@@ -236,9 +237,6 @@ class TransformersEngine:
             )
         extra["finished"] = "stop" if tokens and tokens[-1] == eos else "length"
         return ids, tokens, extra
-
-    def _model_name(self) -> str:
-        return (self._model_dir or _model_dir_from_env()).name
 
 
 def multimodal_prefill(
