@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
 
 logger = logging.getLogger(__name__)
 
@@ -82,9 +83,30 @@ def error_body(*, http_status: int, name: str, detail_code: int, message: str) -
     }
 
 
+# Seconds a client should wait after the database was unreachable: a restart or a failover.
+DATABASE_RETRY_AFTER_SECONDS = 5
+
+
+def _database_unavailable() -> Response:
+    """The database went away mid-request: whatever the request wrote was in a transaction
+    that did not commit, so the client may simply send it again."""
+    set_rollback()
+    logger.exception("database unreachable; answered 503")
+    body = error_body(
+        http_status=503,
+        name="ServiceUnavailableError",
+        detail_code=50302,
+        message="the database is unreachable for a moment; nothing was saved, "
+        f"retry in {DATABASE_RETRY_AFTER_SECONDS} seconds",
+    )
+    return Response(body, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
+
+
 def api_exception_handler(exc, context):
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
+    if isinstance(exc, OperationalError | InterfaceError):
+        return _database_unavailable()
     response = exception_handler(exc, context)
     if response is None:
         return None
