@@ -119,7 +119,8 @@ def _setup_logging(console: Console, verbose: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    out = Console(file=sys.stdout, soft_wrap=True)
+    # Piped output is not cut to 80 columns: a job id in a table must survive `| grep`.
+    out = Console(file=sys.stdout, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
     err = Console(file=sys.stderr)
     _setup_logging(err, args.verbose)
     try:

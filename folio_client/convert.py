@@ -20,7 +20,7 @@ from typing import Protocol
 
 from folio_client._calls import poll_delay
 from folio_client.aio import AsyncClient
-from folio_client.errors import ApiError, FolioError
+from folio_client.errors import ApiError, ConflictError, FolioError
 from folio_client.models import Job
 from folio_client.plan import Item
 
@@ -146,8 +146,8 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
         outcome = Outcome(
             item=item, status="failed", job_id=job_id, reason=f"{type(exc).__name__}: {exc}"
         )
-    finally:
-        run.in_flight.pop(job_id, None)
+    # Not in a `finally`: a run that is being interrupted must still see this job to cancel it.
+    run.in_flight.pop(job_id, None)
     outcome.seconds = time.monotonic() - started
     display.finished(outcome)
     return outcome
@@ -190,5 +190,7 @@ async def _cancel_in_flight(client: AsyncClient, run: Run) -> None:
     for job_id in list(run.in_flight):
         try:
             await asyncio.wait_for(client.cancel(job_id), timeout=5)
+        except ConflictError:
+            pass  # it ended meanwhile: nothing to stop (the next run submits the file again)
         except (FolioError, TimeoutError) as exc:
             logger.warning("could not cancel job %s: %s", job_id, exc)

@@ -50,7 +50,8 @@ class LineDisplay(QuietDisplay):
             return
         text = f"{outcome.status:9} {escape(outcome.item.label)}"
         if outcome.status == "converted":
-            text += f" -> {escape(str(outcome.item.output))} ({outcome.pages} pages)"
+            pages = f"{outcome.pages} page" + ("" if outcome.pages == 1 else "s")
+            text += f" -> {escape(str(outcome.item.output))} ({pages})"
         else:
             text += f": {escape(outcome.reason)}"
         self.console.print(text, highlight=False, soft_wrap=True)
@@ -67,6 +68,12 @@ class PagesColumn(ProgressColumn):
         total = int(task.total or 0)
         mark = "~" if task.fields.get("estimated") else ""
         return Text(f"{int(task.completed)}/{mark}{total} pages")
+
+
+class FilePagesColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        total = "?" if task.total is None else str(int(task.total))
+        return Text(f"{int(task.completed)}/{total} {task.fields['status']}")
 
 
 @dataclass
@@ -96,7 +103,7 @@ class LiveDisplay:
         self.in_flight = Progress(
             TextColumn("  {task.description}", markup=False),
             BarColumn(bar_width=20),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} {task.fields[status]}"),
+            FilePagesColumn(),
             console=console,
         )
         self.task = self.overall.add_task(self._describe(), total=None, estimated=True)

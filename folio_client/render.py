@@ -85,8 +85,12 @@ def job_data(job: Job) -> dict[str, Any]:
 
 def print_jobs(console: Console, listing: JobList) -> None:
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "status", "pages", "engine", "document", "created"):
-        table.add_column(column)
+    # The id is what a person copies into the next command: never cut it short.
+    table.add_column("id", no_wrap=True, min_width=36)
+    for column in ("status", "pages", "engine"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("document", overflow="ellipsis", no_wrap=True)
+    table.add_column("created", no_wrap=True)
     for job in listing.results:
         progress = job.progress
         table.add_row(

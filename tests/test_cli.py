@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -225,6 +226,27 @@ def test_the_console_script_converts_a_file_with_its_settings_from_the_environme
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["converted"] == 1
     assert "invoice" in (tmp_path / "page.md").read_text().lower()
+
+
+def test_an_interrupted_run_cancels_the_jobs_it_had_in_flight_and_exits_130(
+    live_server, key, worker, tmp_path
+):
+    from webapp.jobs.models import Job
+
+    source = put(tmp_path, "bundle.tiff", documents.multipage_tiff(8))
+    env = {**os.environ, "FOLIO_URL": live_server.url, "FOLIO_API_KEY": key}
+    command = [sys.executable, "-m", "folio_client.cli", "convert", str(source), "--quiet"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not Job.objects.filter(pages_done__gte=1).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=30)
+
+    assert process.returncode == 130
+    assert list(Job.objects.values_list("status", flat=True)) == ["cancelled"]
+    assert not (tmp_path / "bundle.md").exists()
 
 
 def test_the_client_imports_no_part_of_the_service():
