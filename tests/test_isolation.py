@@ -1,6 +1,6 @@
 """Two users and an anonymous client against every endpoint: each user sees, changes and
 deletes only their own jobs, keys, webhook endpoints and deliveries; another user's id is a
-404 (indistinguishable from none) and no key at all is a 401."""
+404 (indistinguishable from none), and no key at all or the owner's own revoked key is a 401."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests import documents
 from tests.conftest import client_for
 from tests.test_lifecycle import finish_page
 from webapp.accounts.models import ApiKey
+from webapp.accounts.services import api_key_create, api_key_revoke
 from webapp.jobs import services as job_services
 from webapp.jobs.models import Job
 from webapp.webhooks import services as webhook_services
@@ -79,6 +80,24 @@ def test_an_anonymous_client_gets_a_401_everywhere(alice_things, method, path):
 
     assert response.status_code == 401
     assert response.json()["status"] == 40103
+
+
+@pytest.mark.parametrize(("method", "path"), [*OWNED, *(("get", path) for path in LISTS)])
+def test_the_owners_own_key_once_revoked_gets_a_401_everywhere_and_changes_nothing(
+    alice_things, method, path
+):
+    issued = api_key_create(user=alice_things["user"])
+    api_key_revoke(api_key=issued.api_key)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.secret}")
+
+    response = getattr(client, method)(path.format(**alice_things), {}, format="json")
+
+    assert response.status_code == 401, response.content
+    assert response.json()["status"] == 40103
+    assert Job.objects.get(pk=alice_things["job"]).status == "succeeded"
+    assert ApiKey.objects.get(pk=alice_things["key"]).revoked_at is None
+    assert WebhookEndpoint.objects.filter(pk=alice_things["endpoint"]).exists()
 
 
 @pytest.mark.parametrize("path", LISTS)
