@@ -151,10 +151,7 @@ def test_a_page_is_sent_as_an_image_with_the_prompt_and_comes_back_clean(serve):
 def test_figures_asked_for_come_back_as_crops_linked_from_the_markdown(serve):
     engine, _ = engine_for(serve(Stub([ok()])))
 
-    class WithFigures(EngineOptions):
-        figures = True
-
-    result = engine.transcribe(png_page(), WithFigures())
+    result = engine.transcribe(png_page(), EngineOptions(figures=True))
 
     assert "![](figures/page-0001-figure-1.png)" in result.markdown
     [figure] = result.extra["figures"]

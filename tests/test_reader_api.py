@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -14,8 +16,12 @@ from django.utils import timezone
 from tests import documents
 from tests.conftest import client_for
 from tests.document_server import document_server
+from webapp.jobs import services
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services import JobOptions
+from webapp.reader.options import ReaderOptions, reader_options
+from webapp.reader.responses import event_frames
+from webapp.reader.sources import Source
 from webapp.results.models import CachedPage
 from webapp.results.services import engine_version, options_key
 
@@ -155,21 +161,24 @@ def test_the_job_stops_at_its_token_budget(api, worker):
 # --- without a worker ----------------------------------------------------------------------------
 
 
-@without_worker
-def test_a_cached_result_returns_without_touching_a_worker(api):
-    data = documents.png_page()
-    import hashlib
-
+def cache_page_one(data: bytes, *, markdown: str, age=timedelta(0), output_tokens: int = 0):
+    """What a worker leaves in the result cache after reading page 1 of ``data``."""
     CachedPage.objects.create(
         sha256=hashlib.sha256(data).hexdigest(),
         engine="local",
         engine_version=engine_version("local"),
         options_key=options_key(JobOptions().output_options()),
         page_number=1,
-        markdown="Invoice number 4721 from the cache",
-        output_tokens=7,
-        created_at=timezone.now(),
+        markdown=markdown,
+        output_tokens=output_tokens,
+        created_at=timezone.now() - age,
     )
+
+
+@without_worker
+def test_a_cached_result_returns_without_touching_a_worker(api):
+    data = documents.png_page()
+    cache_page_one(data, markdown="Invoice number 4721 from the cache", output_tokens=7)
 
     response = post_file(api, data, "page.png", HTTP_ACCEPT="application/json", HTTP_X_TIMEOUT="5")
 
@@ -182,17 +191,7 @@ def test_a_cached_result_returns_without_touching_a_worker(api):
 @without_worker
 def test_no_cache_and_an_old_cache_entry_both_send_the_page_to_a_worker(api):
     data = documents.png_page()
-    import hashlib
-
-    CachedPage.objects.create(
-        sha256=hashlib.sha256(data).hexdigest(),
-        engine="local",
-        engine_version=engine_version("local"),
-        options_key=options_key(JobOptions().output_options()),
-        page_number=1,
-        markdown="cached",
-        created_at=timezone.now() - timezone.timedelta(hours=1),
-    )
+    cache_page_one(data, markdown="cached", age=timedelta(hours=1))
 
     no_cache = post_file(api, data, "page.png", HTTP_X_NO_CACHE="true", HTTP_PREFER="respond-async")
     too_old = post_file(
@@ -340,15 +339,26 @@ def test_another_users_reader_job_is_not_theirs_to_poll(api, make_user):
 
 @without_worker
 @pytest.mark.parametrize(
-    ("asked", "status"), [("true", Job.Status.CANCELLED), (None, Job.Status.QUEUED)]
+    ("asked", "status"), [(True, Job.Status.CANCELLED), (False, Job.Status.QUEUED)]
 )
-def test_a_stream_client_that_leaves_cancels_the_job_only_if_it_asked_to(api, asked, status):
-    headers = {"HTTP_ACCEPT": "text/event-stream", "HTTP_X_TIMEOUT": "1"}
-    if asked:
-        headers["HTTP_X_CANCEL_ON_DISCONNECT"] = asked
-    response = post_file(api, documents.png_page(), "page.png", **headers)
+def test_a_stream_client_that_leaves_cancels_the_job_only_if_it_asked_to(make_user, asked, status):
+    # Inside the test's transaction nothing is sent to a queue: the job stays unfinished.
+    job = services.job_submit(owner=make_user(), data=documents.png_page(), filename="page.png")
+    options = ReaderOptions(timeout=1, response_format="sse", cancel_on_disconnect=asked)
+    frames = event_frames(
+        job=job, source=Source(data=b"", filename="page.png", url=""), options=options
+    )
 
-    next(iter(response.streaming_content))  # the stream has started…
-    response.close()  # …and the client hangs up
+    next(frames)  # the stream has started…
+    frames.close()  # …and the client hangs up (the server closes the response's iterator)
 
-    assert Job.objects.get(pk=response["X-Folio-Job"]).status == status
+    job.refresh_from_db()
+    assert job.status == status
+
+
+def test_the_disconnect_option_is_read_from_its_header():
+    from django.test import RequestFactory
+
+    request = RequestFactory().post("/", HTTP_X_CANCEL_ON_DISCONNECT="true")
+
+    assert reader_options(request, body={}, url=None).cancel_on_disconnect

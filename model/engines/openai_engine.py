@@ -140,7 +140,7 @@ class OpenAIEngine:
         rendered = time.perf_counter()
         answer, attempts = self._complete(_png_data_url(image))
         done = time.perf_counter()
-        figures_wanted = bool(getattr(options, "figures", False))
+        figures_wanted = bool(options.figures)
         markdown, figures = vlm_markdown(
             answer.text, page_size=image.size, page_number=page.page_number, figures=figures_wanted
         )

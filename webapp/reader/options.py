@@ -30,6 +30,9 @@ BODY_OPTIONS = {
     "X-No-Cache": "noCache",
     "X-Cache-Tolerance": "cacheTolerance",
     "X-Token-Budget": "tokenBudget",
+    "X-Folio-Table-Format": "tableFormat",
+    "X-Folio-Headers": "headers",
+    "X-Folio-Normalize": "normalize",
 }
 
 
@@ -45,6 +48,10 @@ class ReaderOptions:
     # An event stream whose client disconnects cancels the job's unread pages (opt-in).
     cancel_on_disconnect: bool = False
     response_format: str = "text"  # "text" | "json" | "sse"
+    # Folio's own output options (validated by JobOptions.parse; None: the server default).
+    table_format: str | None = None
+    headers: str | None = None
+    normalize: str | None = None
 
     @property
     def plain_text(self) -> bool:
@@ -74,6 +81,9 @@ def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
             "X-Cancel-On-Disconnect", request.headers.get("X-Cancel-On-Disconnect")
         ),
         response_format=_response_format(request.headers.get("Accept", "")),
+        table_format=option("X-Folio-Table-Format") or None,
+        headers=option("X-Folio-Headers") or None,
+        normalize=option("X-Folio-Normalize") or None,
     )
 
 

@@ -78,43 +78,46 @@ def accepted_response(*, job: Job, poll_url: str, anonymous: bool) -> JsonRespon
 
 
 def event_stream(*, job: Job, source: Source, options: ReaderOptions) -> StreamingHttpResponse:
-    """An ``event: data`` frame each time a page finishes (the document so far), the last
-    one complete; ``event: error`` if nothing could be read or time ran out."""
-
-    def frames() -> Iterator[str]:
-        try:
-            yield from job_frames()
-        except GeneratorExit:
-            # The client went away mid-stream. Paid-for work goes on unless it asked otherwise.
-            if options.cancel_on_disconnect:
-                services.job_cancel(job=job)
-            raise
-
-    def job_frames() -> Iterator[str]:
-        sent = 0
-        for update in job_updates(job_id=job.id, timeout=options.timeout):
-            if update.status == Job.Status.FAILED:
-                yield _frame("error", error_body_of(_nothing_read(update)))
-                return
-            finished = update.pages_done + update.pages_failed
-            if finished > sent or update.is_final:
-                sent = finished
-                yield _frame("data", reader_data(job=update, source=source, options=options))
-            if update.is_final:
-                return
-        still_running = ApiError(
-            f"job {job.id} did not finish in {options.timeout} s; it goes on in the jobs API",
-            http_status=202,
-            name="Accepted",
-            detail_code=20200,
-        )
-        yield _frame("error", {**error_body_of(still_running), "jobId": str(job.id)})
-
-    response = StreamingHttpResponse(frames(), content_type="text/event-stream")
+    response = StreamingHttpResponse(
+        event_frames(job=job, source=source, options=options), content_type="text/event-stream"
+    )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # let proxies pass each frame at once
     response["X-Folio-Job"] = str(job.id)
     return response
+
+
+def event_frames(*, job: Job, source: Source, options: ReaderOptions) -> Iterator[str]:
+    """An ``event: data`` frame each time a page finishes (the document so far), the last
+    one complete; ``event: error`` if nothing could be read or time ran out."""
+    try:
+        yield from _job_frames(job=job, source=source, options=options)
+    except GeneratorExit:
+        # The client went away mid-stream. Paid-for work goes on unless it asked otherwise.
+        if options.cancel_on_disconnect:
+            services.job_cancel(job=job)
+        raise
+
+
+def _job_frames(*, job: Job, source: Source, options: ReaderOptions) -> Iterator[str]:
+    sent = 0
+    for update in job_updates(job_id=job.id, timeout=options.timeout):
+        if update.status == Job.Status.FAILED:
+            yield _frame("error", error_body_of(_nothing_read(update)))
+            return
+        finished = update.pages_done + update.pages_failed
+        if finished > sent or update.is_final:
+            sent = finished
+            yield _frame("data", reader_data(job=update, source=source, options=options))
+        if update.is_final:
+            return
+    still_running = ApiError(
+        f"job {job.id} did not finish in {options.timeout} s; it goes on in the jobs API",
+        http_status=202,
+        name="Accepted",
+        detail_code=20200,
+    )
+    yield _frame("error", {**error_body_of(still_running), "jobId": str(job.id)})
 
 
 def plain_text(data: dict) -> str:

@@ -65,7 +65,12 @@ class _ReaderBase(APIView):
                 filename=source.filename,
                 page_selection=options.pages,
                 engine=engine,
-                options=services.JobOptions.parse(token_budget=options.token_budget),
+                options=services.JobOptions.parse(
+                    token_budget=options.token_budget,
+                    table_format=options.table_format,
+                    headers=options.headers,
+                    normalize=options.normalize,
+                ),
                 cache=services.CachePolicy(
                     use=not options.no_cache, max_age=options.cache_tolerance
                 ),

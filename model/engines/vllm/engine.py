@@ -197,7 +197,7 @@ class VllmEngine:
             text,
             page_size=image.size,
             page_number=page.page_number,
-            figures=bool(getattr(options, "figures", False)),
+            figures=bool(options.figures),
         )
         grid = gundam.choose_grid(*image.size, max_tiles=self.config.max_tiles)
         result = PageResult(
