@@ -11,6 +11,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
+from model import pipeline
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
@@ -43,7 +44,9 @@ def transcribe_page(self, page_id: int) -> str:
 def _transcribe(task, claim: services.PageClaim) -> str:
     engine = load_engine(claim.engine)
     try:
-        result = engine.transcribe(
+        # The engine's transcription, normalised as asked, with its quality signals.
+        result = pipeline.transcribe_page(
+            engine,
             PageInput(
                 data=document_bytes(claim.document_name),
                 mime_type=claim.mime_type,

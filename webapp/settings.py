@@ -145,6 +145,12 @@ FOLIO_OPENAI_MODEL = env_str("FOLIO_OPENAI_MODEL", "jinaai/jina-ocr-v1")
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
+# Output options a request may leave out (docs/QUALITY.md says why these defaults): tables
+# "markdown" | "html"; running heads and feet "keep" | "drop"; text normalisation "all",
+# "none" or any of "ligatures,hyphenation,whitespace". Checked at start-up (folio.E010).
+FOLIO_TABLE_FORMAT = env_str("FOLIO_TABLE_FORMAT", "markdown")
+FOLIO_HEADERS = env_str("FOLIO_HEADERS", "drop")
+FOLIO_NORMALIZE = env_str("FOLIO_NORMALIZE", "none")
 # Counters shared by every web process (rate limits) live in the broker's Redis.
 CACHES = {
     "default": {

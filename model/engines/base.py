@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
 TableFormat = Literal["markdown", "html"]
+# Running heads, running feet and page numbers: kept for archival fidelity (what jina-ocr-v1
+# writes), or dropped for reading and search.
+HeaderMode = Literal["keep", "drop"]
+HEADER_MODES = ("keep", "drop")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,10 @@ class EngineOptions:
     table_format: TableFormat = "markdown"
     # Crop the page's figures out (engines that locate them) and link them from the Markdown.
     figures: bool = False
+    headers: HeaderMode = "drop"
+    # Text normalisation steps, canonical (``model.textnorm.parse_steps``): "" for none, else
+    # a sorted comma-joined subset of "hyphenation", "ligatures", "whitespace".
+    normalize: str = ""
 
     @classmethod
     def from_dict(cls, options: dict) -> EngineOptions:

@@ -116,26 +116,34 @@ class LocalEngine:
 
     def _ocr_result(self, image: Image.Image, *, render_seconds: float) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation = self.ocr_image(image)
+        markdown, rotation, confidence = self._ocr_read(image)
         result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
         result.extra["rotation"] = rotation
+        if confidence is not None:
+            result.extra["ocr_confidence"] = confidence
         return result
 
     def ocr_image(self, image: Image.Image) -> tuple[str, int]:
         """Markdown read from an upright-or-not page image, and the clockwise rotation (0, 90,
         180, 270) the page was found in."""
+        markdown, rotation, _ = self._ocr_read(image)
+        return markdown, rotation
+
+    def _ocr_read(self, image: Image.Image) -> tuple[str, int, float | None]:
+        """… and the mean recognition confidence over its lines, weighted by their length
+        (a quality signal: noisy and blurred scans score visibly lower)."""
         pixels = np.asarray(image.convert("RGB"))
         with self._ocr_lock:
             ocr, classifier = self._engines()
             output = ocr(pixels)
             boxes = _boxes(output)
             if not boxes:
-                return "", 0
+                return "", 0, None
             rotation = _page_rotation(boxes, pixels, classifier)
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
-        return boxes_to_markdown(upright, upright_width), rotation
+        return boxes_to_markdown(upright, upright_width), rotation, _mean_confidence(output)
 
     def _engines(self) -> tuple[Any, Any]:
         # Built on first use, under the lock: a web process that only lists engines never
@@ -203,10 +211,10 @@ def _text_layer_markdown(doc: pymupdf.Document, options: EngineOptions) -> str:
         # This path is for pages with a text layer; scans never reach it, and pymupdf4llm's
         # OCR would otherwise look for an engine and print about it.
         "use_ocr": False,
-        # Running heads and page numbers are furniture, not content; footnotes are kept
-        # (the layout model labels them apart from page footers).
-        "header": False,
-        "footer": False,
+        # Running heads and page numbers: kept or dropped as asked; footnotes are always
+        # kept (the layout model labels them apart from page footers).
+        "header": options.headers == "keep",
+        "footer": options.headers == "keep",
         "show_progress": False,
     }
     if options.table_format == "html":
@@ -243,6 +251,16 @@ def _boxes(output: Any) -> list[TextBox]:
             TextBox(float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()), str(text))
         )
     return boxes
+
+
+def _mean_confidence(output: Any) -> float | None:
+    scores = getattr(output, "scores", None)
+    texts = getattr(output, "txts", None)
+    if scores is None or texts is None or not len(scores):
+        return None
+    weights = [max(len(str(text)), 1) for text in texts]
+    total = sum(w * float(s) for w, s in zip(weights, scores, strict=False))
+    return round(total / sum(weights[: len(scores)]), 4)
 
 
 def _page_rotation(boxes: list[TextBox], pixels: np.ndarray, classifier: Any) -> int:

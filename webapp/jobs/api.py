@@ -125,6 +125,8 @@ class JobListCreateView(APIView):
                 options=services.JobOptions.parse(
                     table_format=serializer.validated_data.get("table_format"),
                     figures=serializer.validated_data.get("figures", False),
+                    headers=serializer.validated_data.get("headers"),
+                    normalize=serializer.validated_data.get("normalize"),
                 ),
                 idempotency_key=idempotency_key,
                 webhook_url=serializer.validated_data.get("webhook_url"),

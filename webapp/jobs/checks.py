@@ -35,4 +35,21 @@ def check_engine_and_limits(app_configs, **kwargs):
                 id="folio.W001",
             )
         )
+    problems += _output_option_defaults()
     return problems
+
+
+def _output_option_defaults() -> list[Error]:
+    from webapp.jobs.services import JobOptions, SubmissionError
+
+    try:
+        JobOptions.parse()
+    except SubmissionError as exc:
+        return [
+            Error(
+                f"a default output option is not valid: {exc}",
+                hint="see FOLIO_TABLE_FORMAT, FOLIO_HEADERS and FOLIO_NORMALIZE in README.md",
+                id="folio.E010",
+            )
+        ]
+    return []

@@ -86,6 +86,8 @@ class Job(models.Model):
     # Written once when the job ends: pages/s, output tokens/s, time to first token and
     # speculative-decoding acceptance, from what its pages' engine reported.
     engine_metrics = models.JSONField(default=dict, blank=True)
+    # Pages whose quality signals say a person should look (model.quality.signals).
+    pages_needing_review = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -169,6 +171,9 @@ class Page(models.Model):
     # What the engine reported beyond the text (timings, speculative decoding, repetition
     # retries, the stored figure crops): read by the job's engine figures and the UI.
     extra = models.JSONField(default=dict, blank=True)
+    # The page's quality signals and the reasons it needs review, if it does.
+    needs_review = models.BooleanField(default=False)
+    quality = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["job", "number"]

@@ -28,6 +28,16 @@ class JobCreateSerializer(serializers.Serializer):
         max_length=2000,
         help_text="receives the job's final event, signed with the endpoint's secret",
     )
+    headers = serializers.ChoiceField(
+        choices=["keep", "drop"],
+        required=False,
+        help_text="running heads, feet and page numbers; the server default if left out",
+    )
+    normalize = serializers.CharField(
+        required=False,
+        max_length=100,
+        help_text="text normalisation: `all`, `none` or any of `ligatures,hyphenation,whitespace`",
+    )
 
 
 class JobListQuerySerializer(serializers.Serializer):
@@ -71,11 +81,14 @@ class PageSerializer(serializers.ModelSerializer):
             "started_at",
             "finished_at",
             "error",
+            "needs_review",
+            "quality",
             "extra",
         ]
         # What the engine reported beyond the text; its `figures` are served at
         # /v1/jobs/{id}/figures/{name}.
-        extra_kwargs = {"extra": {"read_only": True}}
+        # `quality`: the page's signals and, when `needs_review`, the reasons.
+        extra_kwargs = {"extra": {"read_only": True}, "quality": {"read_only": True}}
 
 
 class PageResultSerializer(PageSerializer):
@@ -87,6 +100,7 @@ class JobSerializer(serializers.ModelSerializer):
     document = serializers.SerializerMethodField()
     progress = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField()
+    review = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()
 
     class Meta:
@@ -100,6 +114,7 @@ class JobSerializer(serializers.ModelSerializer):
             "document",
             "progress",
             "usage",
+            "review",
             "created_at",
             "started_at",
             "finished_at",
@@ -120,6 +135,10 @@ class JobSerializer(serializers.ModelSerializer):
             "size": document.size,
             "sha256": document.sha256,
         }
+
+    def get_review(self, job: Job) -> dict:
+        """How many finished pages the quality signals flagged for a person to check."""
+        return {"pages_needing_review": job.pages_needing_review}
 
     def get_progress(self, job: Job) -> dict:
         return job_progress(job=job)
@@ -150,6 +169,10 @@ class JobDetailSerializer(JobSerializer):
 
     class Meta(JobSerializer.Meta):
         fields = [*JobSerializer.Meta.fields, "pages"]
+
+    def get_review(self, job: Job) -> dict:
+        numbers = job.pages.filter(needs_review=True).order_by("number")
+        return {**super().get_review(job), "pages": list(numbers.values_list("number", flat=True))}
 
     def get_pages(self, job: Job) -> list[dict]:
         return PageSerializer(job.pages.order_by("number"), many=True).data

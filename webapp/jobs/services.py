@@ -24,9 +24,10 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from model.documents import DocumentError, DocumentInfo, inspect_document, safe_filename
-from model.engines.base import PageResult
+from model.engines.base import HEADER_MODES, PageResult
 from model.engines.registry import UnknownEngine, engine_class, engine_names
 from model.pages import PageSelectionError, parse_page_selection
+from model.textnorm import NormalizeError, parse_steps
 from model.usage import job_usage
 from webapp.accounts import services as account_services
 from webapp.jobs.models import Document, Job, Page
@@ -62,6 +63,10 @@ class JobOptions:
     token_budget: int | None = None
     # Store figure crops beside the result and link them (engines that locate figures).
     figures: bool = False
+    # Running heads and feet: "keep" or "drop" (jobs stored before this option dropped them).
+    headers: str = "drop"
+    # Canonical text normalisation steps (model.textnorm.parse_steps); "" for none.
+    normalize: str = ""
 
     @classmethod
     def parse(
@@ -70,15 +75,32 @@ class JobOptions:
         table_format: str | None = None,
         token_budget: int | None = None,
         figures: bool = False,
+        headers: str | None = None,
+        normalize: str | bool | None = None,
     ) -> JobOptions:
-        table_format = (table_format or "markdown").strip().lower()
+        """A request's options; what it leaves out comes from the server's defaults
+        (FOLIO_TABLE_FORMAT, FOLIO_HEADERS, FOLIO_NORMALIZE)."""
+        table_format = (table_format or settings.FOLIO_TABLE_FORMAT).strip().lower()
         if table_format not in TABLE_FORMATS:
             raise SubmissionError(
                 f"table_format {table_format!r} is not one of: {', '.join(TABLE_FORMATS)}"
             )
+        headers = (headers or settings.FOLIO_HEADERS).strip().lower()
+        if headers not in HEADER_MODES:
+            raise SubmissionError(f"headers {headers!r} is not one of: {', '.join(HEADER_MODES)}")
+        try:
+            steps = parse_steps(settings.FOLIO_NORMALIZE if normalize is None else normalize)
+        except NormalizeError as exc:
+            raise SubmissionError(str(exc)) from exc
         if token_budget is not None and token_budget < 1:
             raise SubmissionError(f"the token budget must be a positive number, not {token_budget}")
-        return cls(table_format=table_format, token_budget=token_budget, figures=figures)
+        return cls(
+            table_format=table_format,
+            token_budget=token_budget,
+            figures=figures,
+            headers=headers,
+            normalize=steps,
+        )
 
     @classmethod
     def from_dict(cls, options: dict) -> JobOptions:
@@ -86,7 +108,12 @@ class JobOptions:
 
     def output_options(self) -> dict:
         """The options that change what an engine writes: part of the result cache key."""
-        return {"table_format": self.table_format, "figures": self.figures}
+        return {
+            "table_format": self.table_format,
+            "figures": self.figures,
+            "headers": self.headers,
+            "normalize": self.normalize,
+        }
 
     def as_dict(self) -> dict:
         return {**self.output_options(), "token_budget": self.token_budget}
@@ -133,7 +160,7 @@ def job_submit(
             filename=filename,
             page_selection=page_selection,
             engine=engine,
-            options=options or JobOptions(),
+            options=options or JobOptions.parse(),
             webhook_url=webhook_url,
         )
         replay = _idempotent_replay(owner=owner, key=idempotency_key, fingerprint=fingerprint)
@@ -157,7 +184,7 @@ def job_submit(
             kind="too_large",
         )
     _quota(account_services.page_quota_check, user=owner, pages=len(page_numbers))
-    options = options or JobOptions()
+    options = options or JobOptions.parse()
     _token_budget_check(engine=engine, options=options, pages=len(page_numbers))
     sha256 = hashlib.sha256(data).hexdigest()
     stored_name = _store_content(data, sha256=sha256, filename=filename)
@@ -465,11 +492,15 @@ def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
 
 def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) -> bool:
     """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
+    quality = result.extra.pop("quality", None) or {}
+    needs_review = bool(quality.get("needs_review"))
     with transaction.atomic():
         saved = Page.objects.filter(
             pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
         ).update(
             status=Page.Status.SUCCEEDED,
+            needs_review=needs_review,
+            quality=quality,
             extra=_page_extra(claim=claim, result=result),
             markdown=result.markdown,
             method=result.method,
@@ -487,6 +518,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
             input_tokens=F("input_tokens") + result.input_tokens,
             output_tokens=F("output_tokens") + result.output_tokens,
             engine_seconds=F("engine_seconds") + result.engine_seconds,
+            pages_needing_review=F("pages_needing_review") + int(needs_review),
         )
         # Figure crops belong to the job that stored them, so pages with figures are not
         # cached (a later job would link crops it does not have).

@@ -217,6 +217,8 @@ def page_event_record(*, job_id: uuid.UUID, page_id: int) -> int:
         "method": page.method,
         "input_tokens": page.input_tokens,
         "output_tokens": page.output_tokens,
+        "needs_review": page.needs_review,
+        "review_reasons": page.quality.get("reasons", []),
         "progress": job_progress(job=job),
         "links": job_links(job=job),
     }
@@ -249,6 +251,14 @@ def job_event_data(*, job: Job) -> dict:
             "input_tokens": job.input_tokens,
             "output_tokens": job.output_tokens,
             "tokens": job.input_tokens + job.output_tokens,
+        },
+        "review": {
+            "pages_needing_review": job.pages_needing_review,
+            "pages": list(
+                job.pages.filter(needs_review=True)
+                .order_by("number")
+                .values_list("number", flat=True)
+            ),
         },
         "created_at": _iso(job.created_at),
         "finished_at": _iso(job.finished_at) if job.finished_at else None,

@@ -1,0 +1,91 @@
+"""The full quality run: every setting of an engine over the generated corpus and the tests
+for the shared corpus, as the Markdown table that docs/QUALITY.md carries.
+
+    python bench/quality.py [--engine local] [--setting "table_format=html,normalize=all"] ...
+
+Without --setting it runs the settings docs/QUALITY.md compares. Each row: pass rate per
+test type, overall (95 % Wilson interval), the macro mean over types, seconds per page and
+pages flagged needs_review. ``--json FILE`` keeps every number and failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from model.engines.registry import load_engine  # noqa: E402
+from model.quality import corpus  # noqa: E402
+from model.quality.checks import load_tests  # noqa: E402
+from model.quality.harness import evaluate  # noqa: E402
+from model.quality.run import parse_options, report_dict  # noqa: E402
+
+SHARED_PDFS = REPO.parent / "shared" / "corpus" / "pdf-samples"
+SHARED_TESTS = REPO / "model" / "quality" / "data" / "shared-corpus.jsonl"
+SETTINGS = (
+    "headers=drop",
+    "headers=keep",
+    "table_format=html",
+    "normalize=all",
+    "table_format=html,normalize=all,headers=drop",
+)
+TYPES = ("present", "absent", "order", "table", "math", "baseline")
+
+
+def _cell(rate: dict | None) -> str:
+    if rate is None:
+        return "–"
+    return f"{100 * rate['rate']:.0f} ({rate['passed']}/{rate['total']})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engine", default="local")
+    parser.add_argument("--setting", action="append", help="comma-separated key=value options")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    engine = load_engine(args.engine)
+    engine.load()
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        generated = Path(tmp)
+        corpus.build(generated)
+        suites = {
+            "generated": (generated, load_tests(generated / "tests.jsonl")),
+            "shared": (SHARED_PDFS, load_tests(SHARED_TESTS)),
+        }
+        for setting in args.setting or SETTINGS:
+            options = parse_options([p for p in setting.split(",") if p])
+            for suite, (pdfs, tests) in suites.items():
+                report = evaluate(engine, options, pdfs, tests)
+                results[f"{suite} | {setting}"] = report_dict(report)
+                print(f"done: {suite} {setting}", file=sys.stderr)
+    header = ["corpus", "setting", *TYPES, "overall [95% CI]", "macro", "s/page", "flagged"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for key, data in results.items():
+        suite, setting = key.split(" | ")
+        overall = data["overall"]
+        low, high = overall["ci95"]
+        row = [
+            suite,
+            f"`{setting}`",
+            *(_cell(data["per_type"].get(kind)) for kind in TYPES),
+            f"{100 * overall['rate']:.1f} [{100 * low:.0f}–{100 * high:.0f}]",
+            f"{100 * data['macro']:.1f}",
+            f"{data['seconds_per_page']:.2f}",
+            f"{data['pages_needing_review']}/{data['pages']}",
+        ]
+        print("| " + " | ".join(row) + " |")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

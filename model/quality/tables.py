@@ -1,0 +1,168 @@
+"""Tables found in Markdown output, as rectangular grids: pipe tables and HTML tables.
+
+Merged cells are expanded the way olmOCR-Bench does it: a cell spanning two columns or rows
+fills every grid position it covers, so that "the cell to the right of X" means the same
+thing whether a transcription merged cells or repeated them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+
+@dataclass
+class Table:
+    rows: list[list[str]]
+    # How many leading rows are headings (<th> rows, <thead>, a pipe table's first row).
+    header_rows: int = 0
+
+    @property
+    def width(self) -> int:
+        return max((len(row) for row in self.rows), default=0)
+
+    def cell(self, row: int, col: int) -> str:
+        if 0 <= row < len(self.rows) and 0 <= col < len(self.rows[row]):
+            return self.rows[row][col]
+        return ""
+
+
+_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def markdown_tables(text: str) -> list[Table]:
+    tables: list[Table] = []
+    block: list[str] = []
+    for line in [*text.split("\n"), ""]:
+        if line.strip().startswith("|") and line.strip().endswith("|") and len(line.strip()) > 1:
+            block.append(line.strip())
+            continue
+        if block:
+            table = _pipe_table(block)
+            if table is not None:
+                tables.append(table)
+            block = []
+    return tables
+
+
+def _pipe_table(lines: list[str]) -> Table | None:
+    rows: list[list[str]] = []
+    header_rows = 0
+    for index, line in enumerate(lines):
+        if _RULE.match(line):
+            if index == 1:
+                header_rows = 1
+            continue
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    if not rows:
+        return None
+    return Table(rows=rows, header_rows=header_rows)
+
+
+@dataclass
+class _Cell:
+    text: list[str] = field(default_factory=list)
+    colspan: int = 1
+    rowspan: int = 1
+    heading: bool = False
+
+
+class _TableParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: list[list[list[_Cell]]] = []
+        self.thead_rows: list[int] = []
+        self._stack: list[list[list[_Cell]]] = []
+        self._thead_stack: list[int] = []
+        self._in_thead = False
+        self._cell: _Cell | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._stack.append([])
+            self._thead_stack.append(0)
+        elif not self._stack:
+            return
+        elif tag == "thead":
+            self._in_thead = True
+        elif tag == "tr":
+            self._stack[-1].append([])
+            if self._in_thead:
+                self._thead_stack[-1] += 1
+        elif tag in ("td", "th"):
+            values = dict(attrs)
+            self._cell = _Cell(
+                colspan=_span(values.get("colspan")),
+                rowspan=_span(values.get("rowspan")),
+                heading=tag == "th",
+            )
+            if not self._stack[-1]:
+                self._stack[-1].append([])
+            self._stack[-1][-1].append(self._cell)
+        elif tag == "br" and self._cell is not None:
+            self._cell.text.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "table" and self._stack:
+            self.tables.append(self._stack.pop())
+            self.thead_rows.append(self._thead_stack.pop())
+            self._cell = None
+        elif tag == "thead":
+            self._in_thead = False
+        elif tag in ("td", "th"):
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.text.append(data)
+
+
+def _span(value: str | None) -> int:
+    try:
+        return max(1, min(int(value or 1), 1000))
+    except ValueError:
+        return 1
+
+
+def html_tables(text: str) -> list[Table]:
+    if "<table" not in text.lower():
+        return []
+    parser = _TableParser()
+    parser.feed(text)
+    parser.close()
+    return [
+        _grid(rows, thead)
+        for rows, thead in zip(parser.tables, parser.thead_rows, strict=True)
+        if rows
+    ]
+
+
+def _grid(rows: list[list[_Cell]], thead_rows: int) -> Table:
+    grid: dict[tuple[int, int], str] = {}
+    heading_rows: set[int] = set()
+    for r, row in enumerate(rows):
+        c = 0
+        for cell in row:
+            while (r, c) in grid:
+                c += 1
+            text = " ".join("".join(cell.text).split())
+            for dr in range(cell.rowspan):
+                for dc in range(cell.colspan):
+                    grid[(r + dr, c + dc)] = text
+            c += cell.colspan
+        if row and all(cell.heading for cell in row):
+            heading_rows.add(r)
+    height = max(r for r, _ in grid) + 1 if grid else 0
+    width = max(c for _, c in grid) + 1 if grid else 0
+    header_rows = thead_rows
+    while header_rows in heading_rows:
+        header_rows += 1
+    return Table(
+        rows=[[grid.get((r, c), "") for c in range(width)] for r in range(height)],
+        header_rows=header_rows,
+    )
+
+
+def all_tables(text: str) -> list[Table]:
+    return markdown_tables(text) + html_tables(text)
