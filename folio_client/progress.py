@@ -109,6 +109,7 @@ class LiveDisplay:
         self.task = self.overall.add_task(self._describe(), total=None, estimated=True)
         self.files_in_flight: dict[Item, _FileState] = {}
         self.live = Live(Group(self.overall, self.in_flight), console=console, transient=False)
+        self._update_total()
 
     def __enter__(self) -> LiveDisplay:
         self.live.__enter__()

@@ -4,8 +4,10 @@ script in a process of its own."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -247,6 +249,42 @@ def test_an_interrupted_run_cancels_the_jobs_it_had_in_flight_and_exits_130(
     assert process.returncode == 130
     assert list(Job.objects.values_list("status", flat=True)) == ["cancelled"]
     assert not (tmp_path / "bundle.md").exists()
+
+
+def test_the_live_display_shows_pages_of_an_estimated_total_and_a_line_per_file(tmp_path):
+    from rich.console import Console
+
+    from folio_client.convert import Outcome
+    from folio_client.plan import plan
+    from folio_client.progress import LiveDisplay
+
+    for name in ("a.pdf", "b.pdf", "c.pdf"):
+        put(tmp_path / "in", name, b"%PDF-1.7")
+    a, b, c = plan([tmp_path / "in"], out=None, fmt="md")
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120)
+
+    with LiveDisplay(console, files=3) as display:
+        display.started(a)
+        display.progressed(a, done=1, total=4, status="running")
+        display.started(b)
+        display.live.refresh()
+        # b's pages are not known yet, nor c's: 4 per file so far, so about 12 in all.
+        assert "files 0/3" in screen.getvalue() and "1/~12 pages" in screen.getvalue()
+        assert "a.pdf" in screen.getvalue() and "1/4 running" in screen.getvalue()
+        display.progressed(b, done=0, total=1, status="queued")
+        display.progressed(a, done=4, total=4, status="succeeded")
+        display.finished(Outcome(item=a, status="converted", pages=4))
+        display.progressed(b, done=1, total=1, status="succeeded")
+        display.finished(Outcome(item=b, status="failed", reason="the PDF is damaged"))
+        display.started(c)
+        display.progressed(c, done=2, total=2, status="succeeded")
+        display.finished(Outcome(item=c, status="converted", pages=2))
+        display.live.refresh()
+
+    shown = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", screen.getvalue())  # without colours
+    assert "files 3/3" in shown and "7/7 pages" in shown
+    assert f"failed {b.label}: the PDF is damaged" in shown
 
 
 def test_the_client_imports_no_part_of_the_service():

@@ -215,6 +215,20 @@ def test_the_async_client_keeps_several_jobs_in_flight(live_server, key, worker,
 
 
 @with_server
+def test_a_document_at_a_url_is_fetched_by_the_server_and_followed_as_a_job(folio, worker):
+    from django.test import override_settings
+
+    from tests.document_server import document_server
+
+    with document_server() as base_url, override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"]):
+        job = folio.submit_url(f"{base_url}/report.pdf", pages="2")
+
+    done = folio.wait(job.id, timeout=60)
+    assert done.succeeded and [page.number for page in done.pages] == [2]
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[1] in folio.result_markdown(job.id)
+
+
+@with_server
 def test_jobs_are_listed_newest_first_page_by_page_and_usage_adds_up(folio, worker, tmp_path):
     report = write(tmp_path, "report.pdf", documents.born_digital_pdf())
     ids = [folio.submit(report, pages=str(number)).id for number in (1, 2, 3)]
