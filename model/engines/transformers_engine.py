@@ -252,10 +252,12 @@ def multimodal_prefill(
     ids = inputs["input_ids"].to(device)
     with torch.inference_mode():
         embeds = embedding(ids)
+        # Pixel values in the model's dtype; counts such as DeepSeek-OCR-2's
+        # num_local_patches (a tensor or a list) pass through as they are.
         vision = {
-            key: value.to(device, dtype) if torch.is_floating_point(value) else value.to(device)
+            key: _to_model(value, device, dtype)
             for key, value in inputs.items()
-            if key not in _TEXT_INPUTS and isinstance(value, Tensor)
+            if key not in _TEXT_INPUTS
         }
         features = _feature_rows(model.get_image_features(**vision), embeds.shape[-1])
         placeholders = ids == model.config.image_token_id
@@ -266,6 +268,12 @@ def multimodal_prefill(
             )
         embeds = embeds.masked_scatter(placeholders[..., None], features.to(dtype))
     return ids[0].tolist(), embeds[0]
+
+
+def _to_model(value: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    if not isinstance(value, Tensor):
+        return value
+    return value.to(device, dtype) if torch.is_floating_point(value) else value.to(device)
 
 
 def _feature_rows(features: Any, hidden: int) -> Tensor:
