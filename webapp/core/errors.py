@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
@@ -107,6 +108,12 @@ def api_exception_handler(exc, context):
         exc = exceptions.NotFound("Not found.")
     if isinstance(exc, OperationalError | InterfaceError):
         return _database_unavailable()
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own refusal of a body over DATA_UPLOAD_MAX_MEMORY_SIZE would be an HTML 400.
+        exc = too_large(
+            "the request body is too large to read in memory; send big documents as a "
+            "multipart file part, not inside a JSON or form body"
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None

@@ -56,9 +56,10 @@ class _ReaderBase(APIView):
     def read(self, request, *, body, url: str | None):
         options = reader_options(request, body=body, url=url)
         engine = engine_for_model(options.model)
-        source = document_source(body=body, url=url)
         anonymous = not (request.user and request.user.is_authenticated)
         try:
+            # Inside: an upload over the size limit is a SubmissionError, a 413 like the rest.
+            source = document_source(body=body, url=url)
             job = services.job_submit(
                 owner=anonymous_owner() if anonymous else request.user,
                 data=source.data,

@@ -1,0 +1,148 @@
+"""A hostile corpus, generated: documents built to break a parser, exhaust memory or smuggle
+markup, each returned as bytes. ``tests/test_hostile_input.py`` sends every one of them
+through the API.
+
+They are made on the fly (fast: the 10,000-page PDF shares one page object, the bombs are
+headers over a little zlib) so that no large or dangerous file is ever checked in.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from functools import cache
+
+import pymupdf
+
+from tests import documents
+
+INJECTED_MARKUP = (
+    '<script>alert("folio")</script>',
+    '<img src=x onerror="alert(1)">',
+    "[click me](javascript:alert(1))",
+)
+
+
+def zero_bytes() -> bytes:
+    return b""
+
+
+def truncated_pdf() -> bytes:
+    """A real PDF cut at a third: MuPDF repairs what it can (the page tree survives), so the
+    pages that lost their content fail one by one, each saying why."""
+    whole = documents.born_digital_pdf()
+    return whole[: len(whole) // 3]
+
+
+corrupt_pdf = documents.corrupt_pdf
+encrypted_pdf = documents.encrypted_pdf
+
+
+def header_only_pdf() -> bytes:
+    """The first 200 bytes of a real PDF: a header and nothing a reader could repair."""
+    return documents.born_digital_pdf()[:200]
+
+
+@cache
+def many_pages_pdf(pages: int = 10_000) -> bytes:
+    """``pages`` pages in about a megabyte, written directly (PyMuPDF's ``new_page`` takes
+    seconds per thousand): every page a small object sharing one content stream."""
+    content = b"BT /F1 12 Tf 20 40 Td (again) Tj ET"
+    first_page = 5
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Count %d /Kids [%s] >>"
+        % (pages, b" ".join(b"%d 0 R" % (first_page + n) for n in range(pages))),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
+    ]
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 3 0 R >> >> >>"
+    )
+    objects += [page] * pages
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def png_of(width: int, height: int, idat: bytes) -> bytes:
+    """A PNG with the given size (8-bit greyscale) and compressed pixel data as given."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", idat)
+        + _png_chunk(b"IEND", b"")
+    )
+
+
+def huge_page_png(side: int = 20_000) -> bytes:
+    """A ``side`` × ``side`` page (400 megapixels at 20,000): a header and one blank row, the
+    way a scanner misconfigured to 2,400 dpi writes it before it runs out of disk."""
+    return png_of(side, side, zlib.compress(b"\x00" * (side + 1)))
+
+
+@cache
+def decompression_bomb_png(side: int = 12_000) -> bytes:
+    """About 150 KB that inflate to ``side`` × ``side`` bytes (144 MB at 12,000, and 144
+    megapixels): blank greyscale rows (a zero filter byte and zero pixels), which zlib packs
+    about a thousand to one."""
+    total = side * (side + 1)
+    block = b"\x00" * (1 << 20)
+    packer = zlib.compressobj(9)
+    parts = [packer.compress(block) for _ in range(total // len(block))]
+    parts.append(packer.compress(b"\x00" * (total % len(block))))
+    parts.append(packer.flush())
+    return png_of(side, side, b"".join(parts))
+
+
+def polyglot_png_html() -> bytes:
+    """A valid PNG that is also an HTML page: a browser sniffing it would run the script."""
+    return documents.png_page() + b"<html><body><script>alert('polyglot')</script></body></html>"
+
+
+def html_named_pdf() -> tuple[str, bytes]:
+    """HTML that calls itself a PDF."""
+    return "report.pdf", b"<!doctype html><html><body><script>alert(1)</script></body></html>"
+
+
+def png_named_exe() -> tuple[str, bytes]:
+    """A real page image whose name lies about its type."""
+    return "installer.exe", documents.png_page()
+
+
+HOSTILE_FILENAMES = (
+    "../../../../etc/passwd.png",
+    "..\\..\\windows\\system32\\evil.png",
+    "/absolute/path.png",
+    "nul\x00byte.png",
+    "line\r\nbreak\x1b[31mred\x07.png",
+    "<script>alert(1)</script>.png",
+    "a" * 900 + ".png",
+)
+# Names the multipart parser refuses before any view runs: a clear 400 either way.
+UNREADABLE_FILENAMES = ("a" * 5000 + ".png", "")
+
+
+def markup_pdf() -> bytes:
+    """A born-digital page whose text is markup and a javascript: link."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for line, text in enumerate(("Injected text follows.", *INJECTED_MARKUP)):
+        page.insert_text((72, 90 + 30 * line), text, fontsize=12)
+    return doc.tobytes()

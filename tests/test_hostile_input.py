@@ -1,0 +1,199 @@
+"""The hostile corpus (``tests/hostile.py``) through the jobs and Reader APIs: each document
+gets a 4xx with a clear message or a sanitized result, nothing half-written is left behind,
+and the service answers its health check afterwards."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
+
+from tests import documents, hostile
+from tests.conftest import wait_for_job
+from webapp.jobs.models import Document, Job, Page
+
+pytestmark = pytest.mark.django_db
+
+# Every refusal is decided from headers and page trees, never by decoding pixels or pages:
+# a hostile file costs the web process next to nothing.
+REFUSAL_SECONDS = 5
+
+REFUSED = {
+    "zero bytes": (hostile.zero_bytes, "empty.pdf", 400, 40001, "empty"),
+    "a pdf cut after its header": (hostile.header_only_pdf, "cut.pdf", 422, 42206, "damaged"),
+    "a corrupt pdf": (hostile.corrupt_pdf, "broken.pdf", 422, 42206, "damaged"),
+    "an encrypted pdf": (hostile.encrypted_pdf, "locked.pdf", 422, 42206, "password"),
+    "html named .pdf": (lambda: hostile.html_named_pdf()[1], "report.pdf", 400, 40001, "PDF, PNG"),
+    "a 20,000 x 20,000 px page": (hostile.huge_page_png, "big.png", 413, 41302, "megapixels"),
+    "a decompression bomb": (hostile.decompression_bomb_png, "bomb.png", 413, 41302, "megapixels"),
+    "a 10,000-page pdf": (hostile.many_pages_pdf, "many.pdf", 413, 41302, "10000 pages selected"),
+}
+
+
+def post_jobs(client, data: bytes, name: str, **fields):
+    upload = SimpleUploadedFile(name, data)
+    return client.post("/v1/jobs", {"file": upload, **fields}, format="multipart")
+
+
+def post_reader(client, data: bytes, name: str, **fields):
+    upload = SimpleUploadedFile(name, data)
+    return client.post(
+        "/", {"file": upload, **fields}, format="multipart", HTTP_ACCEPT="application/json"
+    )
+
+
+ENDPOINTS = {"jobs API": post_jobs, "Reader API": post_reader}
+
+
+def assert_healthy(client) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert post_jobs(client, documents.png_page(), "fine.png").status_code == 202
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("case", REFUSED)
+def test_a_hostile_document_is_refused_with_a_clear_4xx_and_nothing_is_left(api, case, endpoint):
+    make, name, status, detail, words = REFUSED[case]
+    data = make()
+
+    started = time.monotonic()
+    response = ENDPOINTS[endpoint](api, data, name)
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert (body["code"], body["status"], body["data"]) == (status, detail, None)
+    assert words in body["message"], body["message"]
+    assert elapsed < REFUSAL_SECONDS
+    assert not Job.objects.exists() and not Document.objects.exists()
+    assert_healthy(api)
+
+
+def test_a_ten_thousand_page_pdf_is_taken_when_pages_selects_a_few(api):
+    response = post_jobs(api, hostile.many_pages_pdf(), "many.pdf", pages="1,5000,9998-10000")
+
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    assert job.document.page_count == 10_000
+    assert sorted(job.pages.values_list("number", flat=True)) == [1, 5000, 9998, 9999, 10000]
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_an_upload_over_the_size_limit_is_a_413_saying_the_limit(api, endpoint):
+    with override_settings(FOLIO_MAX_UPLOAD_BYTES=10_000):
+        response = ENDPOINTS[endpoint](api, documents.png_page(), "page.png")
+
+    assert response.status_code == 413, response.content
+    assert response.json()["status"] == 41302
+    assert "10,000" in response.json()["message"]
+    assert not Document.objects.exists()
+    assert_healthy(api)
+
+
+def test_a_json_body_over_the_request_size_limit_is_a_413_in_the_api_shape(api):
+    with override_settings(DATA_UPLOAD_MAX_MEMORY_SIZE=10_000):
+        response = api.post(
+            "/",
+            {"file": "A" * 20_000},
+            format="json",
+            HTTP_ACCEPT="application/json",
+        )
+
+    assert response.status_code == 413, response.content
+    assert response.json()["status"] == 41302
+    assert "multipart" in response.json()["message"]
+    assert_healthy(api)
+
+
+@pytest.mark.parametrize(
+    "name", hostile.HOSTILE_FILENAMES, ids=range(len(hostile.HOSTILE_FILENAMES))
+)
+def test_a_hostile_file_name_is_stored_sanitized_and_never_used_as_a_path(api, name):
+    # Built by hand: Django's test client would take the base name itself, and the point is
+    # what the server does with the name a client really sends.
+    body, content_type = multipart_with_name(name)
+
+    response = api.post("/v1/jobs", body, content_type=content_type)
+
+    assert response.status_code == 202, response.content
+    shown = response.json()["document"]["name"]
+    assert shown and len(shown) <= 200
+    assert not set(shown) & set("/\\\x00\r\n\x1b\x07")
+    assert not shown.startswith(".")
+    document = Document.objects.get()
+    stored = Path(settings.MEDIA_ROOT, document.file.name).resolve()
+    assert stored.is_relative_to(Path(settings.MEDIA_ROOT).resolve() / "documents")
+    assert stored.stem == document.sha256  # the content decides where it lives, not the name
+
+
+def multipart_with_name(name: str) -> tuple[bytes, str]:
+    """A multipart body whose file part carries ``name`` exactly as given, and its type."""
+    boundary = uuid.uuid4().hex
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="file"; filename="{name}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    )
+    tail = f"\r\n--{boundary}--\r\n"
+    body = head.encode() + documents.png_page() + tail.encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+@pytest.mark.parametrize("name", hostile.UNREADABLE_FILENAMES, ids=["5,000 characters", "empty"])
+def test_a_file_name_the_parser_cannot_take_is_a_clear_400(api, name):
+    body, content_type = multipart_with_name(name)
+
+    response = api.post("/v1/jobs", body, content_type=content_type)
+
+    assert response.status_code == 400, response.content
+    assert response.json()["status"] == 40001
+    assert response.json()["message"]
+    assert not Document.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [(hostile.polyglot_png_html, "page.html"), (lambda: hostile.png_named_exe()[1], "setup.exe")],
+    ids=["a png that is also html", "a png named .exe"],
+)
+def test_a_polyglot_or_a_lying_extension_is_read_as_what_its_bytes_are(api, make, name):
+    response = post_jobs(api, make(), name)
+
+    assert response.status_code == 202, response.content
+    assert response.json()["document"]["mime_type"] == "image/png"
+    assert response.json()["document"]["page_count"] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_markup_in_a_document_comes_back_as_inert_markdown_text(api, worker):
+    job_id = post_jobs(api, hostile.markup_pdf(), "markup.pdf").json()["id"]
+    assert wait_for_job(api, job_id)["status"] == "succeeded"
+
+    result = api.get(f"/v1/jobs/{job_id}/result", HTTP_ACCEPT="text/markdown")
+
+    assert result["Content-Type"] == "text/markdown; charset=utf-8"
+    assert result["X-Content-Type-Options"] == "nosniff"
+    assert "Injected text follows" in result.content.decode()
+    # As JSON the same text is a string value, never markup a browser would render.
+    pages = api.get(f"/v1/jobs/{job_id}/result", HTTP_ACCEPT="application/json")
+    assert pages["Content-Type"].startswith("application/json")
+    assert pages["X-Content-Type-Options"] == "nosniff"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_truncated_pdf_reaches_a_final_state_and_each_failed_page_says_why(api, worker):
+    response = post_jobs(api, hostile.truncated_pdf(), "truncated.pdf")
+    assert response.status_code in (202, 422), response.content
+    if response.status_code == 422:
+        return  # refused outright is also a clear answer
+
+    job = wait_for_job(api, response.json()["id"])
+
+    assert job["status"] in ("succeeded", "partially_failed", "failed")
+    assert all(page["error"] for page in job["pages"] if page["status"] == "failed")
+    assert Page.objects.filter(job_id=job["id"], status__in=("queued", "running")).count() == 0
