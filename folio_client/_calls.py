@@ -31,7 +31,8 @@ class Upload:
             self.filename = filename or Path(source).name
         else:
             self.filename = filename or Path(str(getattr(source, "name", "") or "upload")).name
-            self._start = source.tell() if source.seekable() else None
+            seekable = getattr(source, "seekable", lambda: False)()
+            self._start = source.tell() if seekable else None
         self.content_type = mimetypes.guess_type(self.filename)[0] or "application/octet-stream"
         self._sent = False
 
