@@ -23,6 +23,7 @@ broker take from the workers on the same machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -100,11 +102,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def whole_service(
-    docs: list[tuple[str, bytes]], pages: int, processes: int, external: bool
-) -> float:
-    import httpx
-
+@contextlib.contextmanager
+def embedded_service(
+    processes: int, external: bool, extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """`python -m webapp.embedded` on a free loopback port with a fresh var dir: yields its
+    base URL, an API key and its pid, and stops it (the whole process group) afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="folio-bench-"))
     env = dict(os.environ)
     if not external:
@@ -112,6 +115,7 @@ def whole_service(
     env.update(
         FOLIO_VAR_DIR=str(scratch), PORT=str(free_port()), FOLIO_WORKER_CONCURRENCY=str(processes)
     )
+    env.update(extra_env or {})
     env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
     log = (scratch / "service.log").open("wb")
     service = subprocess.Popen(
@@ -125,6 +129,18 @@ def whole_service(
             [sys.executable, "manage.py", "createapikey", "bench"],
             cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
         ).stdout.split()[-1]  # fmt: skip
+        yield base_url, key, service.pid
+    finally:
+        os.killpg(service.pid, signal.SIGTERM)
+        service.wait(timeout=60)
+
+
+def whole_service(
+    docs: list[tuple[str, bytes]], pages: int, processes: int, external: bool
+) -> float:
+    import httpx
+
+    with embedded_service(processes, external) as (base_url, key, _):
         client = httpx.Client(
             base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
         )
@@ -147,9 +163,6 @@ def whole_service(
         with ThreadPoolExecutor(len(docs)) as pool:
             finished = max(pool.map(run, docs))
         return pages / (finished - started)
-    finally:
-        os.killpg(service.pid, signal.SIGTERM)
-        service.wait(timeout=60)
 
 
 def wait_ready(

@@ -36,6 +36,7 @@ app.conf.update(
     worker_cancel_long_running_tasks_on_connection_loss=True,
     task_soft_time_limit=settings.FOLIO_PAGE_SOFT_TIME_LIMIT,
     task_time_limit=settings.FOLIO_PAGE_TIME_LIMIT,
+    worker_max_tasks_per_child=settings.FOLIO_WORKER_MAX_TASKS_PER_CHILD or None,
     worker_hijack_root_logger=False,
     beat_schedule={
         "reap-pages": {"task": "folio.reap_pages", "schedule": 60.0},
