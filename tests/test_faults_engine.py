@@ -103,21 +103,14 @@ def test_an_engine_that_hangs_is_stopped_at_the_page_time_limit_saying_so(api, f
     assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
 
 
-@pytest.mark.xfail(
-    reason="the worker calls engine.transcribe directly; the quality report that flags "
-    "repetition (model/pipeline.py, model/quality) is not wired into ocr_worker/tasks.py yet",
-    strict=False,
-)
 def test_a_page_of_runaway_repetition_is_flagged_for_review_not_silently_accepted(
     api, fault_worker
 ):
     job = wait_for_job(api, submit_to(api, "fault-repeat"), timeout=60)
 
     page = job["pages"][0]
-    quality = page["extra"].get("quality")
-    assert quality is not None, f"no quality report on the page: {page['extra']}"
-    assert quality["needs_review"] is True
-    assert any(reason.startswith("repetition") for reason in quality["reasons"]), quality
+    assert page["needs_review"] is True, page
+    assert any(reason.startswith("repetition") for reason in page["quality"]["reasons"]), page
 
 
 # --- a worker told to stop -------------------------------------------------------------------
