@@ -97,3 +97,23 @@ def test_a_finished_job_sums_its_pages_engine_figures(make_user):
     assert api.get(f"/v1/jobs/{job.id}").json()["usage"]["engine"][
         "acceptance_rate"
     ] == pytest.approx(0.7)
+
+
+def test_only_pages_that_need_no_review_go_into_the_result_cache(make_user):
+    from model.engines.base import EngineOptions, PageInput
+    from model.pipeline import finish_page
+    from webapp.results.models import CachedPage
+
+    job = services.job_submit(
+        owner=make_user("alice"), data=documents.born_digital_pdf(), filename="r.pdf"
+    )
+    page_input = PageInput(
+        data=documents.born_digital_pdf(), mime_type="application/pdf", page_number=1
+    )
+    flagged = finish_page(page_input, PageResult(markdown="x"), EngineOptions())  # ink, no text
+    clean = PageResult(markdown="# Quarterly Harbour Report\n\nPage marker alpha.", output_tokens=9)
+
+    finish(job, lambda number: flagged if number == 1 else clean)
+
+    assert Page.objects.get(job=job, number=1).needs_review
+    assert sorted(CachedPage.objects.values_list("page_number", flat=True)) == [2, 3]

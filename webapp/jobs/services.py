@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import logging
+import mimetypes
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -187,7 +188,7 @@ def job_submit(
     options = options or JobOptions.parse()
     _token_budget_check(engine=engine, options=options, pages=len(page_numbers))
     sha256 = hashlib.sha256(data).hexdigest()
-    stored_name = _store_content(data, sha256=sha256, filename=filename)
+    stored_name = _store_content(data, sha256=sha256, mime_type=info.mime_type)
     cache = cache or CachePolicy()
     hits = (
         cached_pages(
@@ -405,9 +406,10 @@ def _inspected(data: bytes) -> DocumentInfo:
         raise SubmissionError(str(exc), kind=kind) from exc
 
 
-def _store_content(data: bytes, *, sha256: str, filename: str | None) -> str:
-    """Content-addressed: the same bytes are stored once, whoever uploads them."""
-    suffix = PurePath(safe_filename(filename)).suffix.lower()[:10]
+def _store_content(data: bytes, *, sha256: str, mime_type: str) -> str:
+    """Content-addressed: the same bytes are stored once, whoever uploads them and whatever
+    they called them (the extension comes from the type the bytes proved, not the name)."""
+    suffix = mimetypes.guess_extension(mime_type) or ""
     name = f"documents/{sha256[:2]}/{sha256}{suffix}"
     if default_storage.exists(name):
         return name
@@ -520,9 +522,10 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
             engine_seconds=F("engine_seconds") + result.engine_seconds,
             pages_needing_review=F("pages_needing_review") + int(needs_review),
         )
-        # Figure crops belong to the job that stored them, so pages with figures are not
-        # cached (a later job would link crops it does not have).
-        if not result.extra.get("figures"):
+        # Not cached: pages with figure crops (they belong to the job that stored them, and a
+        # later job would link crops it does not have), and pages flagged for review (a later
+        # identical upload deserves a fresh reading, not the same doubtful one).
+        if not result.extra.get("figures") and not needs_review:
             cached_page_store(
                 sha256=claim.sha256,
                 engine=claim.engine,
