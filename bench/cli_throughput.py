@@ -27,55 +27,21 @@ throughput that a user of `folio convert` gets; 1.0 means the client costs nothi
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPOSITORY))
 
-from bench.throughput import EXTERNAL_ONLY, corpus, free_port, wait_ready  # noqa: E402
+from bench.throughput import corpus, embedded_service  # noqa: E402
 from folio_client import Client, Job  # noqa: E402
 from tests import documents  # noqa: E402
-
-
-@contextlib.contextmanager
-def embedded_service(processes: int, external: bool, scratch: Path) -> Iterator[tuple[str, str]]:
-    """The service of `make run` on a free port: (base URL, an API key)."""
-    env = dict(os.environ)
-    if not external:
-        env = {k: v for k, v in env.items() if k not in EXTERNAL_ONLY}
-    env.update(
-        FOLIO_VAR_DIR=str(scratch),
-        PORT=str(free_port()),
-        FOLIO_WORKER_CONCURRENCY=str(processes),
-        FOLIO_REQUESTS_PER_MINUTE="0",  # the bench measures throughput, not the rate limit
-    )
-    env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
-    log = (scratch / "service.log").open("wb")
-    service = subprocess.Popen(
-        [sys.executable, "-m", "webapp.embedded"],
-        cwd=REPOSITORY, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    base_url = f"http://127.0.0.1:{env['PORT']}"
-    try:
-        wait_ready(base_url, service, scratch)
-        key = subprocess.run(
-            [sys.executable, "manage.py", "createapikey", "bench"],
-            cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
-        ).stdout.split()[-1]  # fmt: skip
-        yield base_url, key
-    finally:
-        os.killpg(service.pid, signal.SIGTERM)
-        service.wait(timeout=60)
 
 
 def tagged(docs: list[tuple[str, bytes]], tag: str) -> list[tuple[str, bytes]]:
@@ -137,7 +103,9 @@ def main() -> None:
 
     docs = corpus(args.copies)
     scratch = Path(tempfile.mkdtemp(prefix="folio-cli-bench-"))
-    with embedded_service(args.processes, args.external, scratch) as (base_url, key):
+    # The bench measures throughput, not the per-user rate limit.
+    no_rate_limit = {"FOLIO_REQUESTS_PER_MINUTE": "0"}
+    with embedded_service(args.processes, args.external, no_rate_limit) as (base_url, key, _):
         client = Client(base_url, key)
         warm = [(f"warm-{i}.png", documents.png_page() + bytes([i])) for i in range(args.processes)]
         service_pass(client, warm, scratch / "warm")
