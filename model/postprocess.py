@@ -3,6 +3,7 @@ OCR'd text lines as paragraphs in reading order."""
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 import statistics
@@ -338,6 +339,19 @@ def vlm_markdown(
     text = _GROUNDING.sub(replace, text.replace("\r\n", "\n"))
     text = _STRAY_SPECIAL.sub("", text)
     return tidy_markdown(text), found
+
+
+def figure_reports(page: Image.Image, figures: Iterable[Figure]) -> list[dict]:
+    """The figures as an engine reports them in ``PageResult.extra["figures"]``: name, box on
+    the page, and the crop's PNG (base64; the service stores it and drops the bytes)."""
+    return [
+        {
+            "name": figure.name,
+            "box": list(figure.box),
+            "png_base64": base64.b64encode(figure_png(page, figure)).decode(),
+        }
+        for figure in figures
+    ]
 
 
 def figure_png(page: Image.Image, figure: Figure) -> bytes:

@@ -37,7 +37,7 @@ from model.engines.base import (
 )
 from model.engines.vllm.prompt import JINA_OCR_PROMPT
 from model.pages import PageSelectionError
-from model.postprocess import figure_png, vlm_markdown
+from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import open_page_image
 
 logger = logging.getLogger(__name__)
@@ -163,14 +163,7 @@ class OpenAIEngine:
             # No end-of-sequence: the page was cut at max_tokens, likely a repetition loop.
             result.extra["truncated"] = True
         if figures:
-            result.extra["figures"] = [
-                {
-                    "name": f.name,
-                    "box": list(f.box),
-                    "png_base64": base64.b64encode(figure_png(image, f)).decode(),
-                }
-                for f in figures
-            ]
+            result.extra["figures"] = figure_reports(image, figures)
         return result
 
     # --- HTTP ---------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ one is decoded again by a second, small engine without speculation that runs the
 from __future__ import annotations
 
 import asyncio
-import base64
 import itertools
 import json
 import logging
@@ -46,7 +45,7 @@ from model.engines.vllm.config import (
 )
 from model.engines.vllm.prompt import IMAGE_TOKEN, vllm_prompt
 from model.pages import PageSelectionError
-from model.postprocess import figure_png, vlm_markdown
+from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image
 
 logger = logging.getLogger(__name__)
@@ -224,14 +223,7 @@ class VllmEngine:
         if first.spec:
             result.extra["spec_decode"] = first.spec
         if figures:
-            result.extra["figures"] = [
-                {
-                    "name": f.name,
-                    "box": list(f.box),
-                    "png_base64": base64.b64encode(figure_png(image, f)).decode(),
-                }
-                for f in figures
-            ]
+            result.extra["figures"] = figure_reports(image, figures)
         metrics.page_done(result.extra, output_tokens=len(kept.token_ids))
         # One structured line per page: the figures reach the worker's log (and whoever
         # reads it) until the page row keeps ``extra`` itself.
