@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
@@ -68,22 +70,37 @@ def _load(names: list[str]) -> None:
         logger.info("engine %s loaded in %.1f s", name, time.perf_counter() - started)
 
 
+@contextmanager
+def _stop_on_failure() -> Iterator[None]:
+    """Celery logs and swallows exceptions raised by signal handlers, and would go on to take
+    pages with an engine half loaded (or in a pool it cannot run in). SystemExit is not
+    swallowed: the process stops, saying why."""
+    try:
+        yield
+    except Exception as exc:
+        logger.critical("this worker cannot serve its engines: %s", exc, exc_info=True)
+        raise SystemExit(f"folio worker stopped: {exc}") from exc
+
+
 @worker_init.connect
 def load_engines_in_the_worker_process(sender=None, **kwargs) -> None:
-    pool = pool_name(getattr(sender, "pool_cls", "prefork"))
-    engines = consumed_engines(app)
-    check_worker_layout(engines=engines, queues=set(app.amqp.queues.consume_from or {}), pool=pool)
-    if pool not in IN_PROCESS_POOLS:
-        return  # prefork: each child loads after the fork, below
-    _start_metrics_exporter()
-    _load(engines)
+    with _stop_on_failure():
+        pool = pool_name(getattr(sender, "pool_cls", "prefork"))
+        engines = consumed_engines(app)
+        queues = set(app.amqp.queues.consume_from or {})
+        check_worker_layout(engines=engines, queues=queues, pool=pool)
+        if pool not in IN_PROCESS_POOLS:
+            return  # prefork: each child loads after the fork, below
+        _start_metrics_exporter()
+        _load(engines)
 
 
 @worker_process_init.connect
 def load_engines_in_this_process(**kwargs) -> None:
     # Runs in each prefork child after the fork: models are never loaded in the parent, so
     # no child inherits a half-initialised runtime (and a GPU is never touched pre-fork).
-    _load(consumed_engines(app))
+    with _stop_on_failure():
+        _load(consumed_engines(app))
 
 
 def _start_metrics_exporter() -> None:

@@ -86,3 +86,15 @@ FAULT_ENGINES = {
 def extra_engines_value() -> str:
     """``FOLIO_EXTRA_ENGINES`` for the test process and its workers."""
     return ",".join(f"{name}={path}" for name, path in FAULT_ENGINES.items())
+
+
+class BrokenLoadEngine(_FaultEngine):
+    """An engine whose model cannot be loaded (a missing checkpoint, no memory for it)."""
+
+    name: ClassVar[str] = "fault-broken-load"
+
+    def load(self) -> None:
+        raise RuntimeError("simulated load failure: the checkpoint directory is empty")
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
+        raise AssertionError("a worker whose engine did not load must not take pages")

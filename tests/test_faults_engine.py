@@ -170,3 +170,13 @@ def test_a_database_lost_during_a_submission_is_a_clean_503_and_nothing_half_wri
     upload = SimpleUploadedFile("page.png", documents.png_page())
     again = api.post("/v1/jobs", {"file": upload}, format="multipart")
     assert again.status_code == 202, again.content
+
+
+def test_a_worker_whose_engine_cannot_load_stops_instead_of_taking_pages():
+    env = {"FOLIO_EXTRA_ENGINES": "fault-broken-load=tests.fault_engines:BrokenLoadEngine"}
+    worker = WorkerProcess(queues=engine_queue("fault-broken-load"), pool="threads", env=env)
+
+    with pytest.raises(RuntimeError, match="exited at start"):
+        worker.start(timeout=90)
+
+    assert "cannot serve its engines" in worker.log_path.read_text()

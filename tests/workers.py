@@ -36,7 +36,12 @@ class WorkerProcess:
     """``celery worker`` in a process group of its own, so that a test can kill it whole."""
 
     def __init__(
-        self, *, queues: str = "ocr.local,folio", concurrency: int = 1, env: dict | None = None
+        self,
+        *,
+        queues: str = "ocr.local,folio",
+        concurrency: int = 1,
+        env: dict | None = None,
+        pool: str = "prefork",
     ):
         self.name = f"test-{uuid.uuid4().hex[:8]}@localhost"
         LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -44,7 +49,7 @@ class WorkerProcess:
         self.command = [
             sys.executable, "-m", "celery", "-A", "ocr_worker", "worker",
             "-Q", queues, "-n", self.name, "--concurrency", str(concurrency),
-            "--pool", "prefork", "--loglevel", "INFO", "--without-gossip", "--without-mingle",
+            "--pool", pool, "--loglevel", "INFO", "--without-gossip", "--without-mingle",
         ]  # fmt: skip
         self.env = {**os.environ, "DATABASE_URL": test_database_url(), **(env or {})}
         self.process: subprocess.Popen | None = None
@@ -79,12 +84,19 @@ class WorkerProcess:
     def stop(self, *, timeout: float = 20) -> None:
         if self.process is None or self.process.poll() is not None:
             return
+        # Engines may start helpers in sessions of their own (vLLM's engine core): remember
+        # every descendant now, so none outlives the test holding memory.
+        descendants = self.children()
         os.killpg(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
+        _gone, alive = psutil.wait_procs(descendants, timeout=10)
+        for survivor in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                survivor.kill()
 
     def __enter__(self) -> WorkerProcess:
         return self.start()
