@@ -61,8 +61,7 @@ def gpu_worker(django_db_setup, tmp_path_factory):
         "VLLM_CPU_KVCACHE_SPACE": "2",
     }
     purge_queues(QUEUE)
-    worker = WorkerProcess(queues=QUEUE, concurrency=2, env=env)
-    worker.command[worker.command.index("prefork")] = "threads"
+    worker = WorkerProcess(queues=QUEUE, concurrency=2, env=env, pool="threads")
     with worker.start(timeout=600):
         worker.metrics_url = f"http://127.0.0.1:{port}/metrics"
         yield worker
