@@ -99,7 +99,8 @@ class WorkerProcess:
                 survivor.kill()
 
     def __enter__(self) -> WorkerProcess:
-        return self.start()
+        # `with worker.start(timeout=...)` must not start a second worker beside the first.
+        return self if self.process is not None else self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
