@@ -133,18 +133,6 @@ def api_exception_handler(exc, context):
     return response
 
 
-def error_response(error: ApiError) -> Response:
-    return Response(
-        error_body(
-            http_status=error.status_code,
-            name=error.name,
-            detail_code=error.detail_code,
-            message=str(error.detail),
-        ),
-        status=error.status_code,
-    )
-
-
 def _wants_html(request) -> bool:
     return "text/html" in request.headers.get("Accept", "")
 
