@@ -1,4 +1,4 @@
-"""The page state machine in webapp.jobs.services, against the real database."""
+"""The page state machine in webapp.jobs.services.page_lifecycle, against the real database."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from model.engines.base import PageResult
 from tests import documents
 from webapp.jobs import services
 from webapp.jobs.models import Job, Page
+from webapp.jobs.services import page_lifecycle
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def test_a_job_whose_every_page_failed_is_failed(job):
 @pytest.mark.django_db(transaction=True)
 def test_pages_finishing_at_the_same_moment_close_the_job_exactly_once(job, monkeypatch):
     finalized = []
-    original = services._job_finalize_if_complete
+    original = page_lifecycle.job_finalize_if_complete
 
     def counting(**kwargs):
         won = original(**kwargs)
@@ -132,7 +133,7 @@ def test_pages_finishing_at_the_same_moment_close_the_job_exactly_once(job, monk
             finalized.append(kwargs["job_id"])
         return won
 
-    monkeypatch.setattr(services, "_job_finalize_if_complete", counting)
+    monkeypatch.setattr(page_lifecycle, "job_finalize_if_complete", counting)
     claims = [claim(page) for page in job.pages.all()]
     barrier = threading.Barrier(len(claims))
 

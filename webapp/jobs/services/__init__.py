@@ -1,0 +1,65 @@
+"""Writes for documents, jobs and pages: the one place where their state changes.
+
+The web side calls ``job_submit`` (``submission``); the worker calls ``page_claim`` and then
+exactly one of ``page_complete``, ``page_fail`` or ``page_retry_later`` with the claim it got
+(``page_lifecycle``); beat runs the reaper (``maintenance``) and retention
+(``job_lifecycle``, beside cancel and delete). Callers import from this package.
+"""
+
+from webapp.jobs.services.job_lifecycle import (
+    job_cancel,
+    job_delete,
+    jobs_expire,
+    stored_files_delete_unused,
+)
+from webapp.jobs.services.maintenance import pages_reap
+from webapp.jobs.services.options import (
+    TABLE_FORMATS,
+    CachePolicy,
+    JobOptions,
+    SubmissionError,
+)
+from webapp.jobs.services.page_lifecycle import (
+    PageClaim,
+    figure_storage_name,
+    page_claim,
+    page_complete,
+    page_fail,
+    page_retry_later,
+    retention_expiry,
+)
+from webapp.jobs.services.submission import (
+    CACHE_METHOD,
+    Submission,
+    job_create,
+    job_submit,
+    pages_send,
+    submission_validate,
+    upload_size_check,
+)
+
+__all__ = [
+    "CACHE_METHOD",
+    "TABLE_FORMATS",
+    "CachePolicy",
+    "JobOptions",
+    "PageClaim",
+    "Submission",
+    "SubmissionError",
+    "figure_storage_name",
+    "job_cancel",
+    "job_create",
+    "job_delete",
+    "job_submit",
+    "jobs_expire",
+    "page_claim",
+    "page_complete",
+    "page_fail",
+    "page_retry_later",
+    "pages_reap",
+    "pages_send",
+    "retention_expiry",
+    "stored_files_delete_unused",
+    "submission_validate",
+    "upload_size_check",
+]

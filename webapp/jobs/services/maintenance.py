@@ -1,0 +1,93 @@
+"""The reaper: pages that no message will ever finish are handed out again (beat runs it)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from webapp.jobs.models import Job, Page
+from webapp.jobs.queueing import queue_depth
+from webapp.jobs.services.submission import pages_send
+
+logger = logging.getLogger(__name__)
+
+
+def pages_reap(
+    *, stuck_after: timedelta, unsent_after: timedelta, lost_after: timedelta | None = None
+) -> int:
+    """Hand out again the pages that no message will ever finish: claimed by a worker that
+    died (running far past the time limit), never sent (the broker was down at submit), or
+    sent but lost (the broker restarted empty: its queue is empty while pages still wait).
+
+    Each gets a new task id, which turns any old message for it into a no-op."""
+    now = timezone.now()
+    stuck = Page.objects.filter(
+        status=Page.Status.RUNNING, started_at__lt=now - stuck_after, job__status__in=Job.ACTIVE
+    )
+    unsent = Page.objects.filter(
+        status=Page.Status.QUEUED,
+        sent_at__isnull=True,
+        enqueued_at__lt=now - unsent_after,
+        job__status__in=Job.ACTIVE,
+    )
+    reaped = 0
+    lost = _lost_pages(now=now, lost_after=unsent_after if lost_after is None else lost_after)
+    for candidates in (stuck, unsent, *lost):
+        for page_id, status, task_id, engine in candidates.values_list(
+            "pk", "status", "task_id", "job__engine"
+        )[:1000]:
+            new_task_id = uuid.uuid4()
+            with transaction.atomic():
+                moved = Page.objects.filter(pk=page_id, status=status, task_id=task_id).update(
+                    status=Page.Status.QUEUED, task_id=new_task_id, enqueued_at=now, sent_at=None
+                )
+                if moved:
+                    reaped += 1
+                    transaction.on_commit(
+                        lambda e=engine, p=page_id, t=new_task_id: pages_send(
+                            engine=e, pages=[(p, t)]
+                        )
+                    )
+    if reaped:
+        logger.warning("re-enqueued %d pages that no worker was going to finish", reaped)
+    _cancelled_job_pages_close(now=now, stuck_after=stuck_after)
+    return reaped
+
+
+def _lost_pages(*, now, lost_after: timedelta) -> list:
+    """Queued pages whose message is gone. While an engine's queue holds messages a waiting
+    page may be among them, so only an empty queue proves the loss; pages behind a lost
+    message are then found on a later round, once the queue has drained."""
+    waiting = Page.objects.filter(
+        status=Page.Status.QUEUED,
+        sent_at__lt=now - lost_after,
+        job__status__in=Job.ACTIVE,
+    )
+    lost = []
+    for engine in waiting.order_by().values_list("job__engine", flat=True).distinct():
+        if queue_depth(engine=engine) == 0:
+            lost.append(waiting.filter(job__engine=engine))
+    return lost
+
+
+def _cancelled_job_pages_close(*, now, stuck_after: timedelta) -> int:
+    """Pages of a cancelled job that will never finish: sent back to the queue by a transient
+    error after the cancel (no claim takes them now), or held by a worker that died."""
+    closed = 0
+    for page_id, job_id, status in Page.objects.filter(
+        Q(status=Page.Status.QUEUED)
+        | Q(status=Page.Status.RUNNING, started_at__lt=now - stuck_after),
+        job__status=Job.Status.CANCELLED,
+    ).values_list("pk", "job_id", "status")[:1000]:
+        with transaction.atomic():
+            if Page.objects.filter(pk=page_id, status=status).update(
+                status=Page.Status.CANCELLED, finished_at=now, error="the job was cancelled"
+            ):
+                Job.objects.filter(pk=job_id).update(pages_cancelled=F("pages_cancelled") + 1)
+                closed += 1
+    return closed

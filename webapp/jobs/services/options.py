@@ -1,0 +1,95 @@
+"""What a submission asks for, and how it is refused: the values the other services share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+
+from model.engines.base import HEADER_MODES
+from model.textnorm import NormalizeError, parse_steps
+
+TABLE_FORMATS = ("markdown", "html")
+
+
+class SubmissionError(ValueError):
+    """A submission refused before anything was written. ``kind`` picks the HTTP answer."""
+
+    def __init__(
+        self, message: str, *, kind: str = "bad_parameter", retry_after: int | None = None
+    ):
+        super().__init__(message)
+        # "bad_parameter" | "unprocessable" | "too_large" | "over_budget" | "rate_limited"
+        # (retry_after: seconds) | "idempotency_mismatch"
+        self.kind = kind
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    table_format: str = "markdown"
+    # Stop the job once its pages have used this many tokens (input + output).
+    token_budget: int | None = None
+    # Store figure crops beside the result and link them (engines that locate figures).
+    figures: bool = False
+    # Running heads and feet: "keep" or "drop" (jobs stored before this option dropped them).
+    headers: str = "drop"
+    # Canonical text normalisation steps (model.textnorm.parse_steps); "" for none.
+    normalize: str = ""
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        table_format: str | None = None,
+        token_budget: int | None = None,
+        figures: bool = False,
+        headers: str | None = None,
+        normalize: str | bool | None = None,
+    ) -> JobOptions:
+        """A request's options; what it leaves out comes from the server's defaults
+        (FOLIO_TABLE_FORMAT, FOLIO_HEADERS, FOLIO_NORMALIZE)."""
+        table_format = (table_format or settings.FOLIO_TABLE_FORMAT).strip().lower()
+        if table_format not in TABLE_FORMATS:
+            raise SubmissionError(
+                f"table_format {table_format!r} is not one of: {', '.join(TABLE_FORMATS)}"
+            )
+        headers = (headers or settings.FOLIO_HEADERS).strip().lower()
+        if headers not in HEADER_MODES:
+            raise SubmissionError(f"headers {headers!r} is not one of: {', '.join(HEADER_MODES)}")
+        try:
+            steps = parse_steps(settings.FOLIO_NORMALIZE if normalize is None else normalize)
+        except NormalizeError as exc:
+            raise SubmissionError(str(exc)) from exc
+        if token_budget is not None and token_budget < 1:
+            raise SubmissionError(f"the token budget must be a positive number, not {token_budget}")
+        return cls(
+            table_format=table_format,
+            token_budget=token_budget,
+            figures=figures,
+            headers=headers,
+            normalize=steps,
+        )
+
+    @classmethod
+    def from_dict(cls, options: dict) -> JobOptions:
+        return cls(**{name: options[name] for name in cls.__dataclass_fields__ if name in options})
+
+    def output_options(self) -> dict:
+        """The options that change what an engine writes: part of the result cache key."""
+        return {
+            "table_format": self.table_format,
+            "figures": self.figures,
+            "headers": self.headers,
+            "normalize": self.normalize,
+        }
+
+    def as_dict(self) -> dict:
+        return {**self.output_options(), "token_budget": self.token_budget}
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    use: bool = True
+    max_age: timedelta | None = None  # None: any age

@@ -1,0 +1,244 @@
+"""The worker's side of a page: ``page_claim``, then exactly one of ``page_complete``,
+``page_fail`` or ``page_retry_later`` with the claim it got; the last page closes its job."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import PurePath
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Case, F, Value, When
+from django.utils import timezone
+
+from model.engines.base import PageResult
+from model.usage import job_usage
+from webapp.jobs.models import Job, Page
+from webapp.jobs.services.options import JobOptions
+from webapp.results.services import cached_page_store
+from webapp.webhooks import services as webhook_services
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PageClaim:
+    page_id: int
+    job_id: uuid.UUID
+    number: int
+    attempts: int
+    engine: str
+    options: dict
+    document_name: str
+    mime_type: str
+    sha256: str
+
+
+def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
+    """Take a page for this message, or ``None`` when there is nothing to do: the page is
+    finished, its job is over, or the message is stale (the page now belongs to another)."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = Page.objects.filter(
+            pk=page_id,
+            task_id=task_id,
+            status__in=Page.CLAIMABLE,
+            job__status__in=Job.ACTIVE,
+        ).update(
+            status=Page.Status.RUNNING, attempts=F("attempts") + 1, worker=worker, started_at=now
+        )
+        if not claimed:
+            return None
+        page = Page.objects.select_related("job__document").get(pk=page_id)
+        if page.attempts > settings.FOLIO_PAGE_MAX_ATTEMPTS:
+            # Each earlier attempt died with its worker: this page is likely what kills them.
+            _page_finish_failed(
+                page_id=page.pk,
+                job_id=page.job_id,
+                attempts=page.attempts,
+                error=f"the worker stopped while transcribing this page, "
+                f"{page.attempts - 1} times; giving up on it",
+            )
+            return None
+        if page.queue_wait_seconds is None and page.enqueued_at:
+            Page.objects.filter(pk=page_id).update(
+                queue_wait_seconds=(now - page.enqueued_at).total_seconds()
+            )
+        Job.objects.filter(pk=page.job_id, status=Job.Status.QUEUED).update(
+            status=Job.Status.RUNNING, started_at=now
+        )
+    job = page.job
+    return PageClaim(
+        page_id=page.pk,
+        job_id=job.pk,
+        number=page.number,
+        attempts=page.attempts,
+        engine=job.engine,
+        options=job.options,
+        document_name=job.document.file.name,
+        mime_type=job.document.mime_type,
+        sha256=job.document.sha256,
+    )
+
+
+def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) -> bool:
+    """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
+    quality = result.extra.pop("quality", None) or {}
+    needs_review = bool(quality.get("needs_review"))
+    with transaction.atomic():
+        saved = Page.objects.filter(
+            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
+        ).update(
+            status=Page.Status.SUCCEEDED,
+            needs_review=needs_review,
+            quality=quality,
+            extra=_page_extra(claim=claim, result=result),
+            markdown=result.markdown,
+            method=result.method,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            render_seconds=result.render_seconds,
+            engine_seconds=result.engine_seconds,
+            finished_at=timezone.now(),
+            error="",
+        )
+        if not saved:
+            return False
+        Job.objects.filter(pk=claim.job_id).update(
+            pages_done=F("pages_done") + 1,
+            input_tokens=F("input_tokens") + result.input_tokens,
+            output_tokens=F("output_tokens") + result.output_tokens,
+            engine_seconds=F("engine_seconds") + result.engine_seconds,
+            pages_needing_review=F("pages_needing_review") + int(needs_review),
+        )
+        # Not cached: pages with figure crops (they belong to the job that stored them, and a
+        # later job would link crops it does not have), and pages flagged for review (a later
+        # identical upload deserves a fresh reading, not the same doubtful one).
+        if not result.extra.get("figures") and not needs_review:
+            cached_page_store(
+                sha256=claim.sha256,
+                engine=claim.engine,
+                engine_version=engine_version,
+                options=JobOptions.from_dict(claim.options).output_options(),
+                page_number=claim.number,
+                markdown=result.markdown,
+                method=result.method,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
+            )
+        _job_stop_at_token_budget(job_id=claim.job_id)
+        webhook_services.page_event_record(job_id=claim.job_id, page_id=claim.page_id)
+        job_finalize_if_complete(job_id=claim.job_id)
+    return True
+
+
+def _job_stop_at_token_budget(*, job_id: uuid.UUID) -> None:
+    """Once a job has used its token budget, its pages still queued are failed, saying why;
+    pages already running finish (their tokens are spent either way)."""
+    job = Job.objects.only("options", "input_tokens", "output_tokens").get(pk=job_id)
+    budget = job.options.get("token_budget")
+    if budget is None or job.input_tokens + job.output_tokens < budget:
+        return
+    stopped = Page.objects.filter(job_id=job_id, status=Page.Status.QUEUED).update(
+        status=Page.Status.FAILED,
+        error=f"not transcribed: the job reached its token budget of {budget}",
+        finished_at=timezone.now(),
+    )
+    if stopped:
+        Job.objects.filter(pk=job_id).update(pages_failed=F("pages_failed") + stopped)
+
+
+def page_fail(*, claim: PageClaim, error: str) -> bool:
+    with transaction.atomic():
+        return _page_finish_failed(
+            page_id=claim.page_id, job_id=claim.job_id, attempts=claim.attempts, error=error
+        )
+
+
+def page_retry_later(*, claim: PageClaim, error: str) -> bool:
+    """Put the page back in the queue state while its message waits out a back-off."""
+    return bool(
+        Page.objects.filter(
+            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
+        ).update(status=Page.Status.QUEUED, error=error, enqueued_at=timezone.now())
+    )
+
+
+def _page_finish_failed(*, page_id: int, job_id: uuid.UUID, attempts: int, error: str) -> bool:
+    failed = Page.objects.filter(pk=page_id, status=Page.Status.RUNNING, attempts=attempts).update(
+        status=Page.Status.FAILED, error=error, finished_at=timezone.now()
+    )
+    if not failed:
+        return False
+    Job.objects.filter(pk=job_id).update(pages_failed=F("pages_failed") + 1)
+    job_finalize_if_complete(job_id=job_id)
+    return True
+
+
+def job_finalize_if_complete(*, job_id: uuid.UUID) -> bool:
+    """Close the job when its last page is in. The conditional UPDATE lets exactly one
+    caller win, however many pages finish at the same moment, and that caller writes the
+    webhook deliveries in the same transaction (the outbox)."""
+    now = timezone.now()
+    finalized = Job.objects.filter(
+        pk=job_id,
+        status__in=Job.ACTIVE,
+        pages_total=F("pages_done") + F("pages_failed"),
+    ).update(
+        status=Case(
+            When(pages_failed=0, then=Value(Job.Status.SUCCEEDED)),
+            When(pages_done=0, then=Value(Job.Status.FAILED)),
+            default=Value(Job.Status.PARTIALLY_FAILED),
+        ),
+        finished_at=now,
+        expires_at=retention_expiry(finished_at=now),
+    )
+    if finalized:
+        logger.info("job %s finished", job_id)
+        _job_record_engine_metrics(job_id=job_id)
+        webhook_services.job_event_record(job_id=job_id)
+    return bool(finalized)
+
+
+def _job_record_engine_metrics(*, job_id: uuid.UUID) -> None:
+    job = Job.objects.only("started_at", "finished_at").get(pk=job_id)
+    pages = Page.objects.filter(job_id=job_id, status=Page.Status.SUCCEEDED)
+    reports = [
+        {**extra, "output_tokens": tokens}
+        for extra, tokens in pages.values_list("extra", "output_tokens")
+    ]
+    wall = (job.finished_at - job.started_at).total_seconds() if job.started_at else 0.0
+    Job.objects.filter(pk=job_id).update(engine_metrics=job_usage(reports, wall_seconds=wall))
+
+
+def figure_storage_name(*, job_id: uuid.UUID, name: str) -> str:
+    return f"results/{job_id}/figures/{PurePath(name).name}"
+
+
+def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
+    """The engine's report, with figure crops moved out of it into storage (the Markdown
+    links them as ``figures/<name>``; the API serves them under the job)."""
+    extra = dict(result.extra)
+    figures = []
+    for figure in extra.pop("figures", None) or []:
+        stored = default_storage.save(
+            figure_storage_name(job_id=claim.job_id, name=figure["name"]),
+            ContentFile(base64.b64decode(figure["png_base64"])),
+        )
+        figures.append(
+            {"name": PurePath(figure["name"]).name, "box": figure.get("box"), "path": stored}
+        )
+    if figures:
+        extra["figures"] = figures
+    return extra
+
+
+def retention_expiry(*, finished_at):
+    hours = settings.FOLIO_RETENTION_HOURS
+    return finished_at + timedelta(hours=hours) if hours else None

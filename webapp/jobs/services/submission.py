@@ -1,0 +1,378 @@
+"""Submission: a request is checked (``submission_validate``, nothing written) into a
+``Submission``, and its document, job and pages are then written from it in one transaction
+(``job_create``); the pages' messages go out once that has committed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mimetypes
+import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from model.documents import DocumentError, DocumentInfo, inspect_document, safe_filename
+from model.engines.registry import UnknownEngine, engine_class, engine_names
+from model.pages import PageSelectionError, parse_page_selection
+from webapp.accounts import services as account_services
+from webapp.jobs.models import Document, Job, Page
+from webapp.jobs.queueing import pages_enqueue
+from webapp.jobs.services.options import CachePolicy, JobOptions, SubmissionError
+from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
+from webapp.results.models import CachedPage
+from webapp.results.services import cached_pages
+from webapp.webhooks import services as webhook_services
+
+logger = logging.getLogger(__name__)
+
+# The `method` of a page answered from the result cache.
+CACHE_METHOD = "cache"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A request that passed every check, with nothing written yet: what creating its job
+    needs."""
+
+    owner: AbstractBaseUser
+    data: bytes
+    sha256: str
+    filename: str | None
+    info: DocumentInfo
+    engine: str
+    page_selection: str | None
+    page_numbers: list[int]
+    options: JobOptions
+    webhook_url: str
+    idempotency_key: str
+    fingerprint: str
+
+
+def job_submit(
+    *,
+    owner: AbstractBaseUser,
+    data: bytes,
+    filename: str | None,
+    page_selection: str | None = None,
+    engine: str | None = None,
+    options: JobOptions | None = None,
+    cache: CachePolicy | None = None,
+    idempotency_key: str | None = None,
+    webhook_url: str | None = None,
+) -> Job:
+    """Validate everything first, then write the document, job and pages in one transaction
+    and enqueue the pages once it has committed: a refused submission leaves nothing behind.
+
+    Pages whose transcription is in the result cache are written finished and never sent.
+
+    With an ``idempotency_key``, the owner's earlier job with that key is answered again
+    (marked ``job.idempotent_replay = True``) if the request is the same, and a different
+    request with it is refused. Every other submission counts against the owner's rate limit
+    and daily page quota (``SubmissionError`` of kind ``rate_limited``, nothing written)."""
+    engine = _validated_engine(engine)
+    upload_size_check(size=len(data))
+    options = options or JobOptions.parse()
+    idempotency_key = (idempotency_key or "").strip()
+    webhook_url = (webhook_url or "").strip()
+    fingerprint = ""
+    if idempotency_key:
+        fingerprint = _request_fingerprint(
+            data=data,
+            filename=filename,
+            page_selection=page_selection,
+            engine=engine,
+            options=options,
+            webhook_url=webhook_url,
+        )
+        replay = _idempotent_replay(owner=owner, key=idempotency_key, fingerprint=fingerprint)
+        if replay is not None:
+            return replay
+    # A replay is free; everything else counts, before the costly checks of the document.
+    _quota(account_services.request_rate_admit, user=owner)
+    submission = submission_validate(
+        owner=owner,
+        data=data,
+        filename=filename,
+        page_selection=page_selection,
+        engine=engine,
+        options=options,
+        webhook_url=webhook_url,
+        idempotency_key=idempotency_key,
+        fingerprint=fingerprint,
+    )
+    return job_create(submission=submission, cache=cache or CachePolicy())
+
+
+def submission_validate(
+    *,
+    owner: AbstractBaseUser,
+    data: bytes,
+    filename: str | None,
+    page_selection: str | None,
+    engine: str,
+    options: JobOptions,
+    webhook_url: str = "",
+    idempotency_key: str = "",
+    fingerprint: str = "",
+) -> Submission:
+    """Check a request's webhook URL, document, pages, page quota and token budget; raise
+    ``SubmissionError`` on the first that fails. Reads only: nothing is written."""
+    if webhook_url:
+        try:
+            webhook_url = webhook_services.webhook_url_validate(url=webhook_url)
+        except webhook_services.WebhookError as exc:
+            raise SubmissionError(str(exc)) from exc
+    info = _inspected(data)
+    try:
+        page_numbers = parse_page_selection(page_selection, info.page_count)
+    except PageSelectionError as exc:
+        raise SubmissionError(str(exc)) from exc
+    if len(page_numbers) > settings.FOLIO_MAX_PAGES:
+        raise SubmissionError(
+            f"{len(page_numbers)} pages selected; this server takes at most "
+            f"{settings.FOLIO_MAX_PAGES} pages per job (use `pages` to pick a range)",
+            kind="too_large",
+        )
+    _quota(account_services.page_quota_check, user=owner, pages=len(page_numbers))
+    _token_budget_check(engine=engine, options=options, pages=len(page_numbers))
+    return Submission(
+        owner=owner,
+        data=data,
+        sha256=hashlib.sha256(data).hexdigest(),
+        filename=filename,
+        info=info,
+        engine=engine,
+        page_selection=page_selection,
+        page_numbers=page_numbers,
+        options=options,
+        webhook_url=webhook_url,
+        idempotency_key=idempotency_key,
+        fingerprint=fingerprint,
+    )
+
+
+def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
+    """Store the document's bytes, answer what the result cache holds, and write the job."""
+    stored_name = _store_content(
+        submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
+    )
+    hits = (
+        cached_pages(
+            sha256=submission.sha256,
+            engine=submission.engine,
+            options=submission.options.output_options(),
+            pages=submission.page_numbers,
+            max_age=cache.max_age,
+        )
+        if cache.use
+        else {}
+    )
+    try:
+        job, document, pages = _job_write(submission, stored_name=stored_name, hits=hits)
+    except IntegrityError:
+        # Two requests with one idempotency key raced; the other one made the job.
+        replay = submission.idempotency_key and _idempotent_replay(
+            owner=submission.owner,
+            key=submission.idempotency_key,
+            fingerprint=submission.fingerprint,
+        )
+        if not replay:
+            raise
+        return replay
+    logger.info(
+        "job %s: %d pages of %s with %s", job.id, len(pages), document.id, submission.engine
+    )
+    return job
+
+
+def _job_write(
+    submission: Submission, *, stored_name: str, hits: dict
+) -> tuple[Job, Document, list[Page]]:
+    owner, engine = submission.owner, submission.engine
+    with transaction.atomic():
+        _quota(account_services.page_quota_take, user=owner, pages=len(submission.page_numbers))
+        if submission.webhook_url:
+            webhook_services.endpoint_for_job_url(owner=owner, url=submission.webhook_url)
+        document, _ = Document.objects.get_or_create(
+            owner=owner,
+            sha256=submission.sha256,
+            defaults={
+                "file": stored_name,
+                "mime_type": submission.info.mime_type,
+                "page_count": submission.info.page_count,
+                "original_name": safe_filename(submission.filename),
+                "size": len(submission.data),
+            },
+        )
+        if document.file_deleted_at is not None:
+            # Retention removed the file; these are the same bytes, stored again just now.
+            Document.objects.filter(pk=document.pk).update(file=stored_name, file_deleted_at=None)
+        job = Job.objects.create(
+            owner=owner,
+            document=document,
+            engine=engine,
+            page_selection=submission.page_selection or "",
+            options=submission.options.as_dict(),
+            pages_total=len(submission.page_numbers),
+            idempotency_key=submission.idempotency_key,
+            request_fingerprint=submission.fingerprint,
+            webhook_url=submission.webhook_url,
+        )
+        now = timezone.now()
+        pages = Page.objects.bulk_create(
+            _new_page(job=job, number=number, hit=hits.get(number), now=now)
+            for number in submission.page_numbers
+        )
+        if hits:
+            _job_count_cached_pages(job=job, hits=hits.values())
+        # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
+        messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
+        if messages:
+            transaction.on_commit(lambda: pages_send(engine=engine, pages=messages))
+    return job, document, pages
+
+
+def _quota(check, **kwargs) -> None:
+    try:
+        check(**kwargs)
+    except account_services.QuotaExceeded as exc:
+        if exc.retry_after is None:
+            raise SubmissionError(str(exc), kind="too_large") from exc
+        raise SubmissionError(str(exc), kind="rate_limited", retry_after=exc.retry_after) from exc
+
+
+def _request_fingerprint(
+    *,
+    data: bytes,
+    filename: str | None,
+    page_selection: str | None,
+    engine: str,
+    options: JobOptions,
+    webhook_url: str,
+) -> str:
+    """What makes two requests "the same" for an idempotency key: the file's bytes and name
+    and every option, not the headers or the key used to send them."""
+    request = {
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "filename": filename or "",
+        "pages": (page_selection or "").strip(),
+        "engine": engine,
+        "options": options.as_dict(),
+        "webhook_url": webhook_url,
+    }
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode()).hexdigest()
+
+
+def _idempotent_replay(*, owner, key: str, fingerprint: str) -> Job | None:
+    job = Job.objects.select_related("document").filter(owner=owner, idempotency_key=key).first()
+    if job is None:
+        return None
+    if job.request_fingerprint != fingerprint:
+        raise SubmissionError(
+            f"the Idempotency-Key {key!r} was used for a different request (job {job.id}); "
+            "use a new key for a new request",
+            kind="idempotency_mismatch",
+        )
+    job.idempotent_replay = True
+    return job
+
+
+def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
+    if hit is None:
+        return Page(job=job, number=number, task_id=uuid.uuid4(), enqueued_at=now)
+    return Page(
+        job=job,
+        number=number,
+        status=Page.Status.SUCCEEDED,
+        markdown=hit.markdown,
+        method=CACHE_METHOD,
+        input_tokens=hit.input_tokens,
+        output_tokens=hit.output_tokens,
+        engine_seconds=0.0,
+        enqueued_at=now,
+        started_at=now,
+        finished_at=now,
+    )
+
+
+def _job_count_cached_pages(*, job: Job, hits) -> None:
+    hits = list(hits)
+    Job.objects.filter(pk=job.pk).update(
+        pages_done=F("pages_done") + len(hits),
+        input_tokens=F("input_tokens") + sum(hit.input_tokens for hit in hits),
+        output_tokens=F("output_tokens") + sum(hit.output_tokens for hit in hits),
+    )
+    job_finalize_if_complete(job_id=job.pk)
+    job.refresh_from_db()
+
+
+def _token_budget_check(*, engine: str, options: JobOptions, pages: int) -> None:
+    """Refuse up front what the page count alone proves is over budget (engines that read
+    pages through a fixed number of visual tokens know their floor per page)."""
+    if options.token_budget is None:
+        return
+    floor = getattr(engine_class(engine), "min_input_tokens_per_page", 0) * pages
+    if floor > options.token_budget:
+        raise SubmissionError(
+            f"{pages} pages with {engine} take at least {floor} tokens, over the token budget "
+            f"of {options.token_budget}; raise the budget or select fewer pages",
+            kind="over_budget",
+        )
+
+
+def upload_size_check(*, size: int) -> None:
+    """Refuse an oversized upload; the API calls it before reading the body into memory."""
+    if size > settings.FOLIO_MAX_UPLOAD_BYTES:
+        raise SubmissionError(
+            f"the file is {size:,} bytes; this server accepts at most "
+            f"{settings.FOLIO_MAX_UPLOAD_BYTES:,}",
+            kind="too_large",
+        )
+
+
+def _validated_engine(engine: str | None) -> str:
+    engine = (engine or settings.FOLIO_DEFAULT_ENGINE).strip()
+    if engine not in engine_names():  # names only: the web process imports no engine
+        raise SubmissionError(str(UnknownEngine(engine)))
+    return engine
+
+
+def _inspected(data: bytes) -> DocumentInfo:
+    try:
+        return inspect_document(data)
+    except DocumentError as exc:
+        kind = "too_large" if getattr(exc, "code", "") == "too_large" else "unprocessable"
+        if getattr(exc, "code", "") in ("empty", "unsupported"):
+            kind = "bad_parameter"
+        raise SubmissionError(str(exc), kind=kind) from exc
+
+
+def _store_content(data: bytes, *, sha256: str, mime_type: str) -> str:
+    """Content-addressed: the same bytes are stored once, whoever uploads them and whatever
+    they called them (the extension comes from the type the bytes proved, not the name)."""
+    suffix = mimetypes.guess_extension(mime_type) or ""
+    name = f"documents/{sha256[:2]}/{sha256}{suffix}"
+    if default_storage.exists(name):
+        return name
+    saved = default_storage.save(name, ContentFile(data))
+    if saved != name:
+        # Someone stored the same bytes between our check and our save: keep theirs.
+        default_storage.delete(saved)
+    return name
+
+
+def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]]) -> None:
+    """Send the pages' messages and note that they went out; pages whose send failed keep
+    ``sent_at`` empty, and the reaper sends them once the broker is back."""
+    if pages_enqueue(engine=engine, pages=pages):
+        Page.objects.filter(pk__in=[page_id for page_id, _ in pages], sent_at__isnull=True).update(
+            sent_at=timezone.now()
+        )

@@ -1,0 +1,205 @@
+"""A user's jobs: the list, a job's live page with its page panels and images, downloads,
+cancel and delete."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import PurePath
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST
+
+from model.documents import DocumentError
+from webapp.jobs import selectors as job_selectors
+from webapp.jobs import services as job_services
+from webapp.jobs.models import Job, Page
+from webapp.ui import selectors, services
+from webapp.ui.forms import JobFilterForm
+from webapp.ui.markdown import markdown_html
+
+logger = logging.getLogger(__name__)
+
+JOBS_PER_PAGE = 20
+# Page panels (image + text) per screen of a job: a 500-page job stays a light page.
+PANELS_PER_SCREEN = 10
+
+
+def job_row(job: Job) -> dict:
+    return {"job": job, "progress": job_selectors.job_progress(job=job)}
+
+
+@login_required
+def job_list(request):
+    form = JobFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    jobs = selectors.jobs_for_list(
+        owner=request.user,
+        status=filters.get("status", ""),
+        name=filters.get("q", ""),
+        created_after=filters.get("created_after"),
+        created_before=filters.get("created_before"),
+    )
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "page_obj": page,
+        "rows": [job_row(job) for job in page.object_list],
+        "query": query.urlencode(),
+        "filtered": bool(filters and any(filters.values())),
+    }
+    return render(request, "jobs/list.html", context)
+
+
+def _owned_job(request, job_id) -> Job:
+    job = job_selectors.job_get(owner=request.user, job_id=job_id)
+    if job is None:
+        # Another user's job and no job at all look the same, on purpose.
+        raise Http404("There is no such job in your account.")
+    return job
+
+
+def _panel(job: Job, page: Page) -> dict:
+    html = markdown_html(page.markdown) if page.status == Page.Status.SUCCEEDED else ""
+    return {"page": page, "html": mark_safe(html), "job": job}  # noqa: S308 (sanitized by nh3)
+
+
+@login_required
+def job_detail(request, job_id):
+    job = _owned_job(request, job_id)
+    pages = list(job_selectors.job_pages(job=job))
+    screens = Paginator(pages, PANELS_PER_SCREEN)
+    screen = screens.get_page(request.GET.get("pages"))
+    panels = [_panel(job, page) for page in screen.object_list]
+    context = {
+        "job": job,
+        "progress": job_selectors.job_progress(job=job),
+        # Each chip links to the screen of panels that shows its page.
+        "page_rows": [(page, index // PANELS_PER_SCREEN + 1) for index, page in enumerate(pages)],
+        "panels": panels,
+        "screen": screen,
+        "can_download": job.is_final and not job.is_expired,
+        "image_available": job.document.file_deleted_at is None and not job.is_expired,
+    }
+    return render(request, "jobs/detail.html", context)
+
+
+@login_required
+def page_panel(request, job_id, number: int):
+    """One page's panel, fetched by the job page's script when that page finishes."""
+    job = _owned_job(request, job_id)
+    page = job_selectors.job_pages(job=job).filter(number=number).first()
+    if page is None:
+        raise Http404("That page is not part of this job.")
+    context = {
+        "panel": _panel(job, page),
+        "image_available": job.document.file_deleted_at is None and not job.is_expired,
+    }
+    return render(request, "jobs/_panel.html", context)
+
+
+@login_required
+def page_image(request, job_id, number: int):
+    job = _owned_job(request, job_id)
+    if not job.pages.filter(number=number).exists():
+        raise Http404("That page is not part of this job.")
+    try:
+        data = services.page_image_jpeg(job=job, number=number)
+    except services.PageImageUnavailable as exc:
+        raise Http404(f"The page image is not available: {exc}.") from exc
+    except DocumentError as exc:
+        logger.warning("page %s of job %s cannot be drawn: %s", number, job.id, exc)
+        raise Http404("This page cannot be drawn as an image.") from exc
+    response = HttpResponse(data, content_type="image/jpeg")
+    response["Cache-Control"] = "private, max-age=86400"
+    return response
+
+
+def _download_refusal(request, job: Job):
+    if job.is_expired:
+        return render(
+            request,
+            "error.html",
+            {
+                "title": "The results were deleted",
+                "message": f"The results of this job expired on {job.expired_at:%Y-%m-%d} and "
+                "were deleted. Upload the document again to read it again.",
+            },
+            status=410,
+        )
+    if not job.is_final:
+        return render(
+            request,
+            "error.html",
+            {
+                "title": "Not finished yet",
+                "message": "This job is still running. The downloads appear on its page "
+                "as soon as every page is done.",
+                "back": reverse("ui-job", args=[job.id]),
+            },
+            status=409,
+        )
+    return None
+
+
+def _stem(job: Job) -> str:
+    return PurePath(job.document.original_name).stem or "document"
+
+
+@login_required
+def download_markdown(request, job_id):
+    job = _owned_job(request, job_id)
+    refusal = _download_refusal(request, job)
+    if refusal is not None:
+        return refusal
+    response = HttpResponse(
+        job_selectors.job_markdown(job=job), content_type="text/markdown; charset=utf-8"
+    )
+    response["Content-Disposition"] = content_disposition_header(True, f"{_stem(job)}.md")
+    return response
+
+
+@login_required
+def download_zip(request, job_id):
+    job = _owned_job(request, job_id)
+    refusal = _download_refusal(request, job)
+    if refusal is not None:
+        return refusal
+    response = HttpResponse(
+        services.result_zip(job=job, stem=_stem(job)), content_type="application/zip"
+    )
+    response["Content-Disposition"] = content_disposition_header(True, f"{_stem(job)}.zip")
+    return response
+
+
+@login_required
+@require_POST
+def job_cancel(request, job_id):
+    job = _owned_job(request, job_id)
+    if job_services.job_cancel(job=job):
+        messages.success(
+            request,
+            "Job cancelled. Pages already read are kept; a page being read now still lands.",
+        )
+    else:
+        job.refresh_from_db()
+        messages.info(request, f"This job had already ended ({job.get_status_display()}).")
+    return redirect("ui-job", job_id=job.id)
+
+
+@login_required
+@require_POST
+def job_delete(request, job_id):
+    job = _owned_job(request, job_id)
+    name = job.document.original_name
+    job_services.job_delete(job=job)
+    messages.success(request, f"The job for {name} and its results were deleted.")
+    return redirect("ui-jobs")
