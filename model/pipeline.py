@@ -7,6 +7,8 @@ import logging
 import time
 
 from model.engines.base import Engine, EngineOptions, PageInput, PageResult
+from model.layout import page_size_points
+from model.layout.schema import whole_page_layout
 from model.quality.signals import quality_report
 from model.textnorm import normalize_markdown
 from model.tokens import count_tokens
@@ -28,6 +30,12 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
             result.markdown = normalized
             if result.output_tokens and engine_counts_approximately(result):
                 result.output_tokens = count_tokens(normalized)
+        if result.layout is not None:
+            result.layout = result.layout.with_markdown(
+                lambda text: normalize_markdown(text, options.normalize)
+            )
+    if result.layout is None:
+        result.layout = _whole_page(page, result)
     started = time.perf_counter()
     try:
         quality = quality_report(page, result)
@@ -37,6 +45,16 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
     quality["seconds"] = round(time.perf_counter() - started, 4)
     result.extra["quality"] = quality
     return result
+
+
+def _whole_page(page: PageInput, result: PageResult):
+    """One block over the whole page, for an engine that does not say where its text is."""
+    try:
+        size = page_size_points(page.data, page.mime_type, page.page_number)
+    except Exception:  # the engine read the page; its size is not worth failing it over
+        logger.exception("page %s: no page size for its layout", page.page_number)
+        return None
+    return whole_page_layout(result.markdown, size)
 
 
 def engine_counts_approximately(result: PageResult) -> bool:

@@ -121,13 +121,27 @@ _HEADING_RATIO = 1.6
 def boxes_to_markdown(boxes: Sequence[TextBox], page_width: float) -> str:
     """Paragraphs of text in reading order: top to bottom, left to right, and for a page set
     in two columns, the left column before the right one between full-width blocks."""
+    paragraphs = boxes_to_paragraphs(boxes, page_width)
+    if not paragraphs:
+        return ""
+    return "\n\n".join(markdown for markdown, _ in paragraphs) + "\n"
+
+
+def boxes_to_paragraphs(
+    boxes: Sequence[TextBox], page_width: float
+) -> list[tuple[str, list[TextBox]]]:
+    """The paragraphs ``boxes_to_markdown`` writes, each with the boxes it was read from
+    (the page's layout blocks are built from them)."""
     boxes = [b for b in boxes if b.text.strip()]
     if not boxes:
-        return ""
+        return []
     typical = statistics.median(b.height for b in boxes)
     blocks = [_paragraphs(column) for column in _columns(boxes, page_width)]
-    paragraphs = [p for block in blocks for p in block]
-    return "\n\n".join(_paragraph_markdown(p, typical) for p in paragraphs) + "\n"
+    return [
+        (_paragraph_markdown(p, typical), [box for line in p for box in line.boxes])
+        for block in blocks
+        for p in block
+    ]
 
 
 def _columns(boxes: list[TextBox], page_width: float) -> list[list[TextBox]]:

@@ -7,7 +7,10 @@ one page at a time, possibly from several threads at once up to ``max_pages_in_f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from model.layout import PageLayout
 
 TableFormat = Literal["markdown", "html"]
 # Running heads, running feet and page numbers: kept for archival fidelity (what jina-ocr-v1
@@ -56,6 +59,9 @@ class PageResult:
     # How the text was obtained ("text-layer", "ocr", "vlm", ...): shown per page.
     method: str = ""
     extra: dict = field(default_factory=dict)
+    # Where the text is on the page (blocks with boxes, and OCR'd words), where the engine
+    # knows; the pipeline gives the others one block covering the page.
+    layout: PageLayout | None = None
 
 
 class EngineError(Exception):

@@ -23,6 +23,9 @@ from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.layout import PageLayout, page_size_points
+from model.layout.ocr import line_scores, ocr_layout, word_boxes
+from model.layout.text_layer import text_layer_layout
 from model.pages import PageSelectionError
 from model.postprocess import TextBox, boxes_to_markdown, tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image, open_pdf_page, render_zoom
@@ -90,34 +93,41 @@ class LocalEngine:
     def _transcribe_pdf_page(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()
         image: Image.Image | None = None
-        markdown = ""
+        markdown, layout = "", None
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
                 opened = time.perf_counter()
+                size = (doc[0].rect.width, doc[0].rect.height)
                 if needs_ocr(doc[0]):
                     image = _pdf_page_image(doc[0])
                 else:
-                    markdown = _text_layer_markdown(doc, options)
+                    markdown, layout = _text_layer_markdown(doc, options)
             finally:
                 doc.close()
         done = time.perf_counter()
         if image is not None:
             # OCR runs outside the PyMuPDF lock: it needs only the pixels.
-            return self._ocr_result(image, render_seconds=done - started)
-        return _result(markdown, "text-layer", opened - started, done - opened)
+            return self._ocr_result(image, render_seconds=done - started, page_size=size)
+        result = _result(markdown, "text-layer", opened - started, done - opened)
+        result.layout = layout
+        return result
 
     # --- images and OCR ------------------------------------------------------------------------
 
     def _transcribe_image(self, page: PageInput) -> PageResult:
         started = time.perf_counter()
         image = open_page_image(page.data, page.mime_type, page.page_number)
-        return self._ocr_result(image, render_seconds=time.perf_counter() - started)
+        size = page_size_points(page.data, page.mime_type, page.page_number)
+        return self._ocr_result(image, render_seconds=time.perf_counter() - started, page_size=size)
 
-    def _ocr_result(self, image: Image.Image, *, render_seconds: float) -> PageResult:
+    def _ocr_result(
+        self, image: Image.Image, *, render_seconds: float, page_size: tuple[float, float]
+    ) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation, confidence = self._ocr_read(image)
+        markdown, rotation, confidence, layout = self._ocr_read(image, page_size=page_size)
         result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
+        result.layout = layout
         result.extra["rotation"] = rotation
         if confidence is not None:
             result.extra["ocr_confidence"] = confidence
@@ -126,24 +136,35 @@ class LocalEngine:
     def ocr_image(self, image: Image.Image) -> tuple[str, int]:
         """Markdown read from an upright-or-not page image, and the clockwise rotation (0, 90,
         180, 270) the page was found in."""
-        markdown, rotation, _ = self._ocr_read(image)
+        markdown, rotation, _, _ = self._ocr_read(image)
         return markdown, rotation
 
-    def _ocr_read(self, image: Image.Image) -> tuple[str, int, float | None]:
+    def _ocr_read(
+        self, image: Image.Image, *, page_size: tuple[float, float] | None = None
+    ) -> tuple[str, int, float | None, PageLayout | None]:
         """… and the mean recognition confidence over its lines, weighted by their length
-        (a quality signal: noisy and blurred scans score visibly lower)."""
+        (a quality signal: noisy and blurred scans score visibly lower), and with a
+        ``page_size`` in points, the page's layout (blocks and words)."""
         pixels = np.asarray(image.convert("RGB"))
         with self._ocr_lock:
             ocr, classifier = self._engines()
-            output = ocr(pixels)
+            output = ocr(pixels, return_word_box=page_size is not None)
             boxes = _boxes(output)
             if not boxes:
-                return "", 0, None
+                return "", 0, None, None
             rotation = _page_rotation(boxes, pixels, classifier)
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
-        return boxes_to_markdown(upright, upright_width), rotation, _mean_confidence(output)
+        markdown = boxes_to_markdown(upright, upright_width)
+        layout = None
+        if page_size is not None:
+            words = [_unrotate(word, rotation, width, height) for word in word_boxes(output)]
+            upright_size = (upright_width, width if rotation in (90, 270) else height)
+            layout = ocr_layout(
+                upright, line_scores(output), words, image_size=upright_size, page_size=page_size
+            )
+        return markdown, rotation, _mean_confidence(output), layout
 
     def _engines(self) -> tuple[Any, Any]:
         # Built on first use, under the lock: a web process that only lists engines never
@@ -198,7 +219,11 @@ def _pdf_page_image(page: pymupdf.Page) -> Image.Image:
     return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
 
 
-def _text_layer_markdown(doc: pymupdf.Document, options: EngineOptions) -> str:
+def _text_layer_markdown(
+    doc: pymupdf.Document, options: EngineOptions
+) -> tuple[str, PageLayout | None]:
+    """The page's Markdown and its blocks, from one pass of pymupdf4llm (``page_chunks``
+    returns the layout model's boxes beside the text)."""
     import pymupdf.layout
 
     # pymupdf4llm turns the layout model on at import when pymupdf.layout is importable;
@@ -216,20 +241,24 @@ def _text_layer_markdown(doc: pymupdf.Document, options: EngineOptions) -> str:
         "header": options.headers == "keep",
         "footer": options.headers == "keep",
         "show_progress": False,
+        "page_chunks": True,
     }
     if options.table_format == "html":
         kwargs["table_output"] = "html"
-    markdown = tidy_markdown(pymupdf4llm.to_markdown(doc, **kwargs))
+    size = (doc[0].rect.width, doc[0].rect.height)
+    chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+    markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # The layout model calls a page's only line a running head now and then (seen on a
         # one-line page); an empty page is worse than a page number, so keep them after all.
         kwargs.update(header=True, footer=True)
-        markdown = tidy_markdown(pymupdf4llm.to_markdown(doc, **kwargs))
+        chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+        markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
         # the corpus's habibi-rotated.pdf); plain text blocks beat an empty page.
-        markdown = _plain_text_markdown(doc[0])
-    return markdown
+        return _plain_text_markdown(doc[0]), None
+    return markdown, text_layer_layout(chunk, size)
 
 
 def _plain_text_markdown(page: pymupdf.Page) -> str:

@@ -36,6 +36,8 @@ from model.engines.base import (
     TransientEngineError,
 )
 from model.engines.vllm.prompt import JINA_OCR_PROMPT
+from model.layout import page_size_points
+from model.layout.grounding import grounded_layout
 from model.pages import PageSelectionError
 from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import open_page_image
@@ -164,6 +166,9 @@ class OpenAIEngine:
             result.extra["truncated"] = True
         if figures:
             result.extra["figures"] = figure_reports(image, figures)
+        result.layout = grounded_layout(
+            answer.text, page_size_points(page.data, page.mime_type, page.page_number)
+        )
         return result
 
     # --- HTTP ---------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ from model.engines.vllm.config import (
     has_draft_head,
 )
 from model.engines.vllm.prompt import IMAGE_TOKEN, vllm_prompt
+from model.layout import page_size_points
+from model.layout.grounding import grounded_layout
 from model.pages import PageSelectionError
 from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image
@@ -224,6 +226,9 @@ class VllmEngine:
             result.extra["spec_decode"] = first.spec
         if figures:
             result.extra["figures"] = figure_reports(image, figures)
+        result.layout = grounded_layout(
+            text, page_size_points(page.data, page.mime_type, page.page_number)
+        )
         metrics.page_done(result.extra, output_tokens=len(kept.token_ids))
         # One structured line per page: the figures reach the worker's log (and whoever
         # reads it) until the page row keeps ``extra`` itself.

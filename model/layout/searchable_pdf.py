@@ -1,0 +1,152 @@
+"""A searchable PDF of a job's pages: what an archive keeps (OCRmyPDF's output, in short).
+
+- A PDF page that has a text layer of its own passes through unchanged.
+- A scanned PDF page keeps its original image and gets an invisible text layer (render mode
+  3), set word by word on the OCR's word boxes, so that search and selection land on the
+  words. Engines that give only blocks (the vision models' grounding) get their blocks' text
+  set line by line over each block's box instead.
+- An image (PNG, JPEG, TIFF frame, WebP) becomes a page of its size in points (its stated
+  resolution, else 72 dpi) holding the image, with the same invisible text.
+
+The text is drawn by PyMuPDF's TextWriter (fast: one content stream a page) in Helvetica, or,
+for words Helvetica has no glyphs for, in MuPDF's built-in CJK fallback font. Each word's
+font size is chosen so that its width matches its box. The result is not PDF/A: PyMuPDF
+makes no PDF/A claim that could be checked here, so none is made.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pymupdf
+from PIL import Image, ImageOps
+
+from model.documents import MUPDF_LOCK, PDF, open_image, open_pdf
+from model.layout.schema import Block, PageLayout, Word, image_dpi
+
+# Blocks of these kinds have no running text to set (a figure's box is a picture).
+_NO_TEXT = ("figure",)
+
+
+@dataclass(frozen=True)
+class PageText:
+    """One page of the output: its number in the document and what was read from it."""
+
+    number: int
+    layout: PageLayout | None
+    # Whether the page was read from its own text layer (then it passes through).
+    from_text_layer: bool
+
+
+def searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> bytes:
+    pages = list(pages)
+    with MUPDF_LOCK:
+        out = _pdf_pages(data, pages) if mime_type == PDF else _image_pages(data, pages)
+        try:
+            writer = _TextLayer()
+            for index, page in enumerate(pages):
+                if page.layout is None or page.from_text_layer:
+                    continue
+                writer.add(out[index], page.layout)
+            out.set_metadata({"producer": "Folio (PyMuPDF)", "creator": "Folio"})
+            return out.tobytes(garbage=3, deflate=True)
+        finally:
+            out.close()
+
+
+def _pdf_pages(data: bytes, pages: list[PageText]) -> pymupdf.Document:
+    doc = open_pdf(data)
+    # The job's pages, in its order; pages of the document it did not read are left out.
+    doc.select([page.number - 1 for page in pages])
+    return doc
+
+
+def _image_pages(data: bytes, pages: list[PageText]) -> pymupdf.Document:
+    doc = pymupdf.open()
+    with open_image(data) as image:
+        for page in pages:
+            image.seek(page.number - 1)
+            dpi = image_dpi(image.info)
+            frame = ImageOps.exif_transpose(image) or image
+            width, height = frame.size
+            target = doc.new_page(width=width * 72.0 / dpi, height=height * 72.0 / dpi)
+            target.insert_image(target.rect, stream=_encoded(frame, data, image))
+    return doc
+
+
+def _encoded(frame: Image.Image, data: bytes, source: Image.Image) -> bytes:
+    """The frame as image bytes a PDF holds well: a plain JPEG as it came (no re-encoding,
+    no loss), bilevel and grey scans as PNG, colour as JPEG."""
+    exif_turned = source.getexif().get(0x0112, 1) != 1
+    if source.format == "JPEG" and not exif_turned and getattr(source, "n_frames", 1) == 1:
+        return data
+    buffer = io.BytesIO()
+    if frame.mode in ("1", "L", "P", "LA", "PA", "I;16", "I", "F"):
+        frame = frame.convert("1" if frame.mode == "1" else "L")
+        frame.save(buffer, format="PNG", optimize=True)
+    else:
+        frame.convert("RGB").save(buffer, format="JPEG", quality=85)
+    return buffer.getvalue()
+
+
+class _TextLayer:
+    def __init__(self) -> None:
+        self.latin = pymupdf.Font("helv")
+        self.fallback = pymupdf.Font("cjk")
+
+    def add(self, page: pymupdf.Page, layout: PageLayout) -> None:
+        # Boxes are in points of the page as shown; a page with /Rotate needs them in its
+        # unrotated space, where content is drawn.
+        to_page = page.derotation_matrix
+        sx = page.rect.width / layout.width if layout.width else 1.0
+        sy = page.rect.height / layout.height if layout.height else 1.0
+        writer = pymupdf.TextWriter(page.rect)
+        words = layout.words or list(_block_words(layout.blocks))
+        for word in words:
+            x0, y0, x1, y1 = word.bbox
+            self._append(writer, word.text, pymupdf.Rect(x0 * sx, y0 * sy, x1 * sx, y1 * sy))
+        if words:
+            writer.write_text(page, render_mode=3, morph=(pymupdf.Point(0, 0), to_page))
+
+    def _append(self, writer: pymupdf.TextWriter, text: str, box: pymupdf.Rect) -> None:
+        if box.is_empty or not text.strip():
+            return
+        font = self.latin if all(self.latin.has_glyph(ord(c)) for c in text) else self.fallback
+        natural = font.text_length(text, fontsize=1)
+        if natural <= 0:
+            return
+        # The width decides (search and selection land on the word); the height caps it,
+        # so that a short word in a wide box does not tower over its line.
+        size = min(box.width / natural, box.height * 1.25)
+        if size <= 0:
+            return
+        # The baseline sits a descent above the box's bottom. A space after each word keeps
+        # words apart for readers that copy text out, instead of guessing from the gaps.
+        baseline = box.y1 - abs(font.descender) * size
+        writer.append((box.x0, baseline), f"{text} ", font=font, fontsize=size)
+
+
+def _block_words(blocks: Iterable[Block]) -> Iterable[Word]:
+    """Blocks without word boxes: each block's lines spread evenly down its box."""
+    for block in blocks:
+        if block.type in _NO_TEXT:
+            continue
+        lines = [line.strip() for line in _plain(block.markdown).splitlines() if line.strip()]
+        if not lines:
+            continue
+        x0, y0, x1, y1 = block.bbox
+        step = (y1 - y0) / len(lines)
+        for i, line in enumerate(lines):
+            yield Word(line, (x0, y0 + i * step, x1, y0 + (i + 1) * step))
+
+
+def _plain(markdown: str) -> str:
+    """Markdown as the words a reader would search for (markup dropped)."""
+    text = re.sub(r"^#{1,6}\s+", "", markdown, flags=re.MULTILINE)
+    text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", text, flags=re.MULTILINE)
+    text = re.sub(r"[*_`|]+", " ", text)
+    text = re.sub(r"^\s*-{3,}\s*$", "", text, flags=re.MULTILINE)
+    return text
