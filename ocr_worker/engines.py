@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from celery import Celery
 from celery.signals import worker_init, worker_process_init
 
-from model.engines import engine_class, engine_names, load_engine
+from model.engines import engine_names, engine_spec, load_engine
 from ocr_worker.celery_app import app
 from webapp.jobs.queueing import engine_queue
 
@@ -49,7 +49,7 @@ def pool_name(pool_cls: object) -> str:
 def check_worker_layout(*, engines: list[str], queues: set[str], pool: str) -> None:
     """An exclusive (GPU) engine gets a worker of its own, in a threads or solo pool."""
     for name in engines:
-        if not getattr(engine_class(name), "exclusive_worker", False):
+        if not engine_spec(name).exclusive_worker:
             continue
         others = sorted(queues - {engine_queue(name)})
         if others:

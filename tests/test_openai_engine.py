@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from PIL import Image
 
+from model.config import ConfigError
 from model.engines.base import EngineError, EngineOptions, PageInput, TransientEngineError
 from model.engines.openai_engine import OpenAIConfig, OpenAIEngine
 from model.engines.vllm.prompt import JINA_OCR_PROMPT
@@ -259,7 +260,7 @@ def test_an_answer_that_is_not_a_chat_completion_is_a_transient_error(serve):
 
 def test_without_an_endpoint_the_engine_refuses_to_load(monkeypatch):
     monkeypatch.delenv("FOLIO_OPENAI_BASE_URL", raising=False)
-    with pytest.raises(EngineError, match="FOLIO_OPENAI_BASE_URL"):
+    with pytest.raises(ConfigError, match="FOLIO_OPENAI_BASE_URL is not set"):
         OpenAIEngine().load()
 
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
-from webapp.env import env_bool, env_int, env_int_list, env_list, env_str
+from model.config import ConfigError, env_bool, env_int, env_int_list, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FOLIO_VAR_DIR", str(BASE_DIR / "var")))
@@ -247,7 +246,7 @@ USE_TZ = True
 # is being worked on; the default is plain text for people.
 LOG_FORMAT = env_str("FOLIO_LOG_FORMAT", "text")
 if LOG_FORMAT not in ("text", "json"):
-    raise ImproperlyConfigured(f"FOLIO_LOG_FORMAT={LOG_FORMAT!r} must be text or json")
+    raise ConfigError(f"FOLIO_LOG_FORMAT={LOG_FORMAT!r} must be text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -75,7 +75,8 @@ class TransientEngineError(EngineError):
 @runtime_checkable
 class Engine(Protocol):
     name: ClassVar[str]
-    # Part of the result cache key: bump it when the same input would give other output.
+    # Part of the result cache key: bump it when the same input would give other output, here
+    # and in the engine's EngineSpec (model/engines/registry.py; a test holds them together).
     version: ClassVar[str]
     # How many pages this engine wants in flight at once in one worker process.
     max_pages_in_flight: ClassVar[int]

@@ -9,7 +9,8 @@ are retried with exponential back-off and full jitter on the answers worth retry
 (timeouts, lost connections, 408, 409, 429 with its Retry-After, 5xx). A page that still
 fails raises ``TransientEngineError``, so that the worker's own back-off takes over.
 
-Configured from the environment (``FOLIO_OPENAI_*``), or by keyword for tests and scripts.
+Configured by ``OpenAIConfig`` (``model/engines/openai_config.py``): from the environment
+(``FOLIO_OPENAI_*``) when the engine loads, or by keyword for tests and scripts.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from __future__ import annotations
 import base64
 import io
 import logging
-import os
 import random
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import httpx
 from PIL import Image
@@ -35,7 +35,7 @@ from model.engines.base import (
     PageResult,
     TransientEngineError,
 )
-from model.engines.vllm.prompt import JINA_OCR_PROMPT
+from model.engines.openai_config import DEFAULT_CONCURRENCY, OpenAIConfig
 from model.layout import page_size_points
 from model.layout.grounding import grounded_layout
 from model.pages import PageSelectionError
@@ -49,65 +49,12 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 60.0
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    try:
-        return float(raw) if raw else default
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {raw!r}") from None
-
-
-def _env_int(name: str, default: int) -> int:
-    value = _env_float(name, default)
-    if value != int(value) or value < 0:
-        raise ValueError(f"{name} must be a whole number ≥ 0, not {value}")
-    return int(value)
-
-
-def _secret(name: str) -> str:
-    path = os.environ.get(f"{name}_FILE", "").strip()
-    if path:
-        with open(path) as handle:
-            return handle.read().strip()
-    return os.environ.get(name, "").strip()
-
-
-@dataclass(frozen=True)
-class OpenAIConfig:
-    base_url: str  # e.g. http://vllm:8000/v1
-    model: str
-    api_key: str = ""
-    concurrency: int = 8
-    timeout: float = 120.0  # seconds for one request
-    connect_timeout: float = 10.0
-    max_retries: int = 3
-    backoff: float = 1.0  # first back-off in seconds; doubled each retry, jittered
-    max_backoff: float = 30.0
-    max_tokens: int = 8192
-    prompt: str = JINA_OCR_PROMPT
-    long_side: int = 1600
-    extra_body: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_env(cls) -> OpenAIConfig:
-        base_url = os.environ.get("FOLIO_OPENAI_BASE_URL", "").strip()
-        if not base_url:
-            raise EngineError("FOLIO_OPENAI_BASE_URL is not set: the openai engine has no endpoint")
-        return cls(
-            base_url=base_url,
-            model=os.environ.get("FOLIO_OPENAI_MODEL", "jinaai/jina-ocr-v1").strip(),
-            api_key=_secret("FOLIO_OPENAI_API_KEY"),
-            concurrency=max(1, _env_int("FOLIO_OPENAI_CONCURRENCY", 8)),
-            timeout=_env_float("FOLIO_OPENAI_TIMEOUT", 120.0),
-            max_retries=_env_int("FOLIO_OPENAI_MAX_RETRIES", 3),
-            max_tokens=_env_int("FOLIO_OPENAI_MAX_TOKENS", 8192),
-        )
-
-
 class OpenAIEngine:
     name: ClassVar[str] = "openai"
     version: ClassVar[str] = "openai-1"
-    max_pages_in_flight: ClassVar[int] = _env_int("FOLIO_OPENAI_CONCURRENCY", 8) or 8
+    # The default; FOLIO_OPENAI_CONCURRENCY sets the requests one process keeps in flight
+    # (config.concurrency), read when the engine loads, never at import.
+    max_pages_in_flight: ClassVar[int] = DEFAULT_CONCURRENCY
 
     def __init__(self, config: OpenAIConfig | None = None) -> None:
         self._config = config

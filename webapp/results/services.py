@@ -9,13 +9,13 @@ from functools import cache
 
 from django.utils import timezone
 
-from model.engines.registry import engine_class
+from model.engines.registry import engine_spec
 from webapp.results.models import CachedPage
 
 
 @cache
 def engine_version(engine: str) -> str:
-    return engine_class(engine).version
+    return engine_spec(engine).version
 
 
 def options_key(options: dict) -> str:

@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from model.documents import DocumentError, DocumentInfo, inspect_document, safe_filename
-from model.engines.registry import UnknownEngine, engine_class, engine_names
+from model.engines.registry import UnknownEngine, engine_names, engine_spec
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
 from webapp.jobs.models import Document, Job, Page
@@ -319,7 +319,7 @@ def _token_budget_check(*, engine: str, options: JobOptions, pages: int) -> None
     pages through a fixed number of visual tokens know their floor per page)."""
     if options.token_budget is None:
         return
-    floor = getattr(engine_class(engine), "min_input_tokens_per_page", 0) * pages
+    floor = engine_spec(engine).min_input_tokens_per_page * pages
     if floor > options.token_budget:
         raise SubmissionError(
             f"{pages} pages with {engine} take at least {floor} tokens, over the token budget "

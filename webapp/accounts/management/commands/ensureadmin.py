@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from model.config import env_str
 from webapp.accounts.services import user_ensure_admin
-from webapp.env import env_str
 
 
 class Command(BaseCommand):
