@@ -314,6 +314,8 @@ class BaselineTest(PageTest):
     max_length_skips_image_alt_tags: bool = False
     max_repeats: int = 30
     check_disallowed_characters: bool = True
+    # Folio's own addition: markup a reader would see as debris (see ``artifacts``).
+    check_artifacts: bool = True
 
     kinds: ClassVar[tuple[str, ...]] = ("baseline",)
 
@@ -335,7 +337,40 @@ class BaselineTest(PageTest):
             found = _DISALLOWED.findall(content)
             if found:
                 return False, f"characters of an unexpected script: {''.join(found[:10])!r}"
+        if self.check_artifacts:
+            debris = artifacts(content)
+            if debris:
+                return False, f"artifacts in the output: {', '.join(debris)}"
         return True, ""
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_MARK = re.compile(r"</?mark>", re.IGNORECASE)
+_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+# Private-use code points: glyphs whose font maps them nowhere a reader's font can draw.
+_PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U0010fffd]")
+
+
+def artifacts(markdown: str) -> list[str]:
+    """What on a page is extraction debris rather than text: HTML comments, ``<mark>``,
+    ``<br>`` outside a table row, U+FFFD and private-use characters. ``<br>`` inside a pipe-
+    or HTML-table cell is how Markdown writes a line break in a cell, so it is allowed there."""
+    found = []
+    if _HTML_COMMENT.search(markdown):
+        found.append("HTML comment")
+    if _MARK.search(markdown):
+        found.append("<mark>")
+    outside_tables = re.sub(r"<table.*?</table>", "", markdown, flags=re.DOTALL | re.IGNORECASE)
+    if any(
+        _BR.search(line) and not line.lstrip().startswith("|")
+        for line in outside_tables.splitlines()
+    ):
+        found.append("<br> outside a table")
+    if "\ufffd" in markdown:
+        found.append("U+FFFD")
+    if _PRIVATE_USE.search(markdown):
+        found.append("private-use characters")
+    return found
 
 
 def repeated_ngrams(text: str, max_n: int = 5) -> int:
