@@ -44,6 +44,9 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
         quality = {"needs_review": False, "reasons": [], "signals": {}, "error": True}
     quality["seconds"] = round(time.perf_counter() - started, 4)
     result.extra["quality"] = quality
+    # The OCR's lines served the signals; the page's stored report need not carry them.
+    result.extra.pop("ocr_lines", None)
+    result.extra.pop("ocr_width", None)
     return result
 
 

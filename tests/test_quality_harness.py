@@ -122,7 +122,11 @@ def test_a_clean_page_needs_no_review():
         "empty",
         "ocr_confidence",
         "text_layer",
+        "unreadable",
+        "fragments",
+        "plausibility",
     }
+    assert report["score"] == 0.0
 
 
 @pytest.mark.parametrize(

@@ -125,33 +125,40 @@ class LocalEngine:
         self, image: Image.Image, *, render_seconds: float, page_size: tuple[float, float]
     ) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation, confidence, layout = self._ocr_read(image, page_size=page_size)
+        markdown, rotation, confidence, layout, lines = self._ocr_read(image, page_size=page_size)
         result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
         result.layout = layout
         result.extra["rotation"] = rotation
         if confidence is not None:
             result.extra["ocr_confidence"] = confidence
+        if lines:
+            # The quality signals read the lines: confidence line by line, column order.
+            result.extra["ocr_lines"] = lines
+            upright_width = image.height if rotation in (90, 270) else image.width
+            result.extra["ocr_width"] = float(upright_width)
         return result
 
     def ocr_image(self, image: Image.Image) -> tuple[str, int]:
         """Markdown read from an upright-or-not page image, and the clockwise rotation (0, 90,
         180, 270) the page was found in."""
-        markdown, rotation, _, _ = self._ocr_read(image)
+        markdown, rotation, *_ = self._ocr_read(image)
         return markdown, rotation
 
     def _ocr_read(
         self, image: Image.Image, *, page_size: tuple[float, float] | None = None
-    ) -> tuple[str, int, float | None, PageLayout | None]:
+    ) -> tuple[str, int, float | None, PageLayout | None, list[list]]:
         """… and the mean recognition confidence over its lines, weighted by their length
         (a quality signal: noisy and blurred scans score visibly lower), and with a
-        ``page_size`` in points, the page's layout (blocks and words)."""
+        ``page_size`` in points, the page's layout (blocks and words); and the lines
+        themselves, upright, as ``[x0, y0, x1, y1, confidence, text]`` for the quality
+        signals that judge line by line."""
         pixels = np.asarray(image.convert("RGB"))
         with self._ocr_lock:
             ocr, classifier = self._engines()
             output = ocr(pixels, return_word_box=page_size is not None)
             boxes = _boxes(output)
             if not boxes:
-                return "", 0, None, None
+                return "", 0, None, None, []
             rotation = _page_rotation(boxes, pixels, classifier)
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
@@ -164,7 +171,11 @@ class LocalEngine:
             layout = ocr_layout(
                 upright, line_scores(output), words, image_size=upright_size, page_size=page_size
             )
-        return markdown, rotation, _mean_confidence(output), layout
+        lines = [
+            [*(round(v, 1) for v in (b.x0, b.y0, b.x1, b.y1)), round(score, 4), b.text]
+            for b, score in zip(upright, line_scores(output), strict=False)
+        ]
+        return markdown, rotation, _mean_confidence(output), layout, lines
 
     def _engines(self) -> tuple[Any, Any]:
         # Built on first use, under the lock: a web process that only lists engines never

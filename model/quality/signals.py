@@ -3,7 +3,8 @@
 In the spirit of jina-ocr-v1's verifiable rewards: each signal is a check a program can make
 without knowing the truth (tables that parse, LaTeX that balances, no runaway repetition, no
 empty output for a page with ink, the OCR's own confidence, agreement with the PDF's text
-layer). A page needs review when any signal fails; the reasons say which.
+layer, words that are words, formulas, column order). Each failing signal has a severity;
+``model.quality.review`` turns them into the page's review score and ``needs_review``.
 
 Everything here is cheap (a few milliseconds a page): the page is opened once, its ink is
 measured on a 36 dpi grey rendering, and its text layer read once.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 import numpy as np
@@ -23,7 +24,10 @@ import pymupdf
 from model.documents import MUPDF_LOCK, PDF
 from model.engines.base import PageInput, PageResult
 from model.plaintext import markdown_to_text
+from model.quality import content_signals as content
 from model.quality.checks import math_spans
+from model.quality.page_lines import Line, pdf_lines
+from model.quality.review import DEFAULT_THRESHOLD, Signal, severity_below, verdict
 from model.quality.tables import html_tables, markdown_tables
 from model.rendering import open_page_image
 from model.repetition import periodic_tail
@@ -48,12 +52,7 @@ MIN_TEXT_LAYER_RECALL = 0.6
 MIN_TEXT_LAYER_WORDS = 20
 
 
-@dataclass(frozen=True)
-class Signal:
-    name: str
-    ok: bool
-    detail: str = ""
-    value: float | None = None
+__all__ = ["Signal", "PageFacts", "page_facts", "page_signals", "quality_report", "verdict"]
 
 
 # --- tables ------------------------------------------------------------------------------------
@@ -102,7 +101,7 @@ def table_signal(markdown: str) -> Signal:
         if len({len(row) for row in table.rows}) > 1:
             problems.append(f"pipe table {index} has rows of different widths")
     count = len(html_tables(markdown)) + len(markdown_tables(markdown))
-    return Signal("table", not problems, "; ".join(problems[:3]), float(count))
+    return Signal("table", not problems, "; ".join(problems[:3]), float(count), severity=0.6)
 
 
 def _ragged(table: str) -> bool:
@@ -178,7 +177,7 @@ def latex_signal(markdown: str) -> Signal:
         problems.append("a $$ display is not closed")
     if markdown.count("\\[") != markdown.count("\\]"):
         problems.append("a \\[ display is not closed")
-    return Signal("latex", not problems, "; ".join(problems[:3]), float(len(spans)))
+    return Signal("latex", not problems, "; ".join(problems[:3]), float(len(spans)), severity=0.6)
 
 
 # --- repetition, emptiness, confidence, text-layer agreement -----------------------------------
@@ -192,14 +191,15 @@ def repetition_signal(markdown: str) -> Signal:
         return Signal("repetition", True, "", 1.0)
     runaway = len(words) - tail.start >= REPEAT_MIN_WORDS and tail.copies >= REPEAT_MIN_COPIES
     detail = f"ends in {tail.copies:.0f} copies of a {tail.period}-word unit" if runaway else ""
-    return Signal("repetition", not runaway, detail, round(tail.copies, 1))
+    return Signal("repetition", not runaway, detail, round(tail.copies, 1), severity=1.0)
 
 
 def empty_signal(markdown: str, ink: float | None) -> Signal:
     chars = sum(1 for ch in markdown_to_text(markdown) if ch.isalnum())
     if ink is None or chars >= NEAR_EMPTY_CHARS or ink < INK_SHARE:
         return Signal("empty", True, "", float(chars))
-    return Signal("empty", False, f"{chars} characters for a page with {ink:.1%} ink", float(chars))
+    detail = f"{chars} characters for a page with {ink:.1%} ink"
+    return Signal("empty", False, detail, float(chars), severity=1.0)
 
 
 def confidence_signal(confidence: float | None) -> Signal | None:
@@ -207,7 +207,8 @@ def confidence_signal(confidence: float | None) -> Signal | None:
         return None
     ok = confidence >= MIN_OCR_CONFIDENCE
     detail = "" if ok else f"mean OCR confidence {confidence:.2f} < {MIN_OCR_CONFIDENCE}"
-    return Signal("ocr_confidence", ok, detail, round(confidence, 3))
+    severity = severity_below(confidence, MIN_OCR_CONFIDENCE)
+    return Signal("ocr_confidence", ok, detail, round(confidence, 3), severity=severity)
 
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
@@ -224,7 +225,8 @@ def text_layer_signal(markdown: str, text_layer: str | None) -> Signal | None:
     recall = sum((truth & got).values()) / sum(truth.values())
     ok = recall >= MIN_TEXT_LAYER_RECALL
     detail = "" if ok else f"holds {recall:.0%} of the text layer's words"
-    return Signal("text_layer", ok, detail, round(recall, 3))
+    severity = severity_below(recall, MIN_TEXT_LAYER_RECALL)
+    return Signal("text_layer", ok, detail, round(recall, 3), severity=severity)
 
 
 # --- the page ----------------------------------------------------------------------------------
@@ -236,6 +238,10 @@ class PageFacts:
 
     ink: float | None  # share of dark pixels; None when the page could not be measured
     text_layer: str | None  # None for images and for PDFs without a usable text layer
+    # The text layer's lines with their boxes (PDF points, origin top-left), and the width
+    # they are measured against; empty for images and pages without a usable text layer.
+    lines: list[Line] = field(default_factory=list)
+    width: float | None = None
 
 
 def page_facts(page: PageInput) -> PageFacts:
@@ -255,6 +261,8 @@ def _pdf_facts(page: PageInput) -> PageFacts:
         try:
             pdf_page = doc[page.page_number - 1]
             text = pdf_page.get_text("text")
+            layout = pdf_page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
+            width = float(pdf_page.rect.width)
             pix = pdf_page.get_pixmap(dpi=INK_DPI, colorspace=pymupdf.csGRAY, alpha=False)
             ink = _ink(pix.samples)
         finally:
@@ -262,7 +270,9 @@ def _pdf_facts(page: PageInput) -> PageFacts:
     readable = sum(1 for ch in text if ch.isalnum())
     unmapped = text.count("\ufffd")
     usable = readable >= 20 and unmapped <= readable * 0.1
-    return PageFacts(ink=ink, text_layer=text if usable else None)
+    if not usable:
+        return PageFacts(ink=ink, text_layer=None)
+    return PageFacts(ink=ink, text_layer=text, lines=pdf_lines(layout), width=width)
 
 
 def _ink(grey: bytes) -> float:
@@ -270,7 +280,17 @@ def _ink(grey: bytes) -> float:
     return float((pixels < INK_LEVEL).mean()) if pixels.size else 0.0
 
 
-def page_signals(markdown: str, facts: PageFacts, *, ocr_confidence: float | None) -> list[Signal]:
+def page_signals(
+    markdown: str,
+    facts: PageFacts,
+    *,
+    ocr_confidence: float | None,
+    ocr_lines: list[Line] | None = None,
+    ocr_width: float | None = None,
+) -> list[Signal]:
+    """Every signal that applies to the page. Lines and width come from the text layer, or,
+    for pages the engine read by OCR, from the OCR's own lines."""
+    lines, width = (ocr_lines, ocr_width) if ocr_lines else (facts.lines, facts.width)
     signals = [
         table_signal(markdown),
         latex_signal(markdown),
@@ -278,25 +298,32 @@ def page_signals(markdown: str, facts: PageFacts, *, ocr_confidence: float | Non
         empty_signal(markdown, facts.ink),
         confidence_signal(ocr_confidence),
         text_layer_signal(markdown, facts.text_layer),
+        content.unreadable_signal(markdown),
+        content.fragment_signal(markdown),
+        content.plausibility_signal(markdown),
+        content.formula_signal(markdown, facts.lines),
+        content.order_signal(markdown, lines, width),
+        content.line_confidence_signal(ocr_lines or []),
     ]
     return [s for s in signals if s is not None]
 
 
-def quality_report(page: PageInput, result: PageResult) -> dict:
-    """The page's signals and verdict, as stored in ``PageResult.extra["quality"]``."""
+def quality_report(
+    page: PageInput, result: PageResult, threshold: float = DEFAULT_THRESHOLD
+) -> dict:
+    """The page's signals, review score and verdict, as stored in
+    ``PageResult.extra["quality"]``."""
     confidence = result.extra.get("ocr_confidence")
     signals = page_signals(
         result.markdown,
         page_facts(page),
         ocr_confidence=float(confidence) if confidence is not None else None,
+        ocr_lines=ocr_lines(result.extra.get("ocr_lines")),
+        ocr_width=result.extra.get("ocr_width"),
     )
-    return verdict(signals)
+    return verdict(signals, threshold)
 
 
-def verdict(signals: list[Signal]) -> dict:
-    reasons = [f"{s.name}: {s.detail}" if s.detail else s.name for s in signals if not s.ok]
-    return {
-        "needs_review": bool(reasons),
-        "reasons": reasons,
-        "signals": {s.name: {k: v for k, v in asdict(s).items() if k != "name"} for s in signals},
-    }
+def ocr_lines(raw: list | None) -> list[Line]:
+    """The engine's OCR lines, ``[x0, y0, x1, y1, confidence, text]`` in image pixels."""
+    return [Line(x0, y0, x1, y1, text, confidence=conf) for x0, y0, x1, y1, conf, text in raw or []]

@@ -1,0 +1,139 @@
+"""Signals that judge what the output says against what the page shows: words that are no
+words, formulas left as broken text, columns read across, characters that could not be read,
+and OCR lines read with little confidence. Each is a ``Signal`` (``model.quality.signals``)
+whose ``severity`` grows with how far the page is from passing.
+
+Costs, measured on the real-page set (bench/quality.py): plausibility 0.1-1 ms a page once a
+language's list is loaded; formula, order and unreadable under 1 ms; the text layer's lines
+come with the page facts (``get_text("dict")``, 2-10 ms a page).
+"""
+
+from __future__ import annotations
+
+import re
+
+from model.quality.checks import math_spans
+from model.quality.page_lines import Line, order_agreement, reading_order
+from model.quality.plausibility import MIN_KNOWN_SHARE, plausibility
+from model.quality.review import Signal, severity_below
+
+# --- plausibility ------------------------------------------------------------------------------
+
+
+def plausibility_signal(markdown: str) -> Signal | None:
+    measured = plausibility(markdown)
+    if measured is None:
+        return None
+    share, language = measured
+    ok = share >= MIN_KNOWN_SHARE
+    detail = "" if ok else f"only {share:.0%} of its words are {language} words"
+    severity = severity_below(share, MIN_KNOWN_SHARE)
+    return Signal("plausibility", ok, detail, round(share, 3), severity=severity)
+
+
+# --- formulas ----------------------------------------------------------------------------------
+
+
+def formula_signal(markdown: str, lines: list[Line]) -> Signal | None:
+    """Formula-shaped lines on the page, and no LaTeX for them in the output."""
+    formulas = [ln for ln in lines if ln.formula]
+    if not formulas:
+        return None
+    spans = len(math_spans(markdown))
+    missing = len(formulas) - spans
+    ok = missing <= 0
+    example = formulas[0].text.strip()[:40]
+    detail = "" if ok else f"{missing} formula line(s) left as text, e.g. {example!r}"
+    severity = 0.0 if ok else min(1.0, 0.6 + 0.1 * (missing - 1))
+    return Signal("formula", ok, detail, float(spans), severity=severity)
+
+
+# --- reading order -----------------------------------------------------------------------------
+
+MIN_ORDER_AGREEMENT = 0.9
+
+
+def order_signal(markdown: str, lines: list[Line], page_width: float | None) -> Signal | None:
+    """On a page in two columns, the output keeps each column's lines together and in order."""
+    if not lines or not page_width:
+        return None
+    expected = reading_order(lines, page_width)
+    if expected is None:
+        return None
+    measured = order_agreement(markdown, expected)
+    if measured is None:
+        return None
+    agreement, placed = measured
+    ok = agreement >= MIN_ORDER_AGREEMENT
+    detail = "" if ok else f"{1 - agreement:.0%} of its column lines' pairs out of order"
+    severity = severity_below(agreement, MIN_ORDER_AGREEMENT)
+    return Signal("order", ok, detail, round(agreement, 3), severity=severity)
+
+
+# --- unreadable characters ---------------------------------------------------------------------
+
+# U+FFFD (a glyph without a Unicode mapping), private-use code points (a font's own glyph ids)
+# and C0/C1 controls other than whitespace: none of them is text a person can read.
+_UNREADABLE = re.compile("[\ufffd\ue000-\uf8ff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def unreadable_signal(markdown: str) -> Signal:
+    count = len(_UNREADABLE.findall(markdown))
+    ok = count == 0
+    detail = "" if ok else f"{count} character(s) that could not be read"
+    severity = 0.0 if ok else min(1.0, 0.5 + 0.05 * count)
+    return Signal("unreadable", ok, detail, float(count), severity=severity)
+
+
+# --- the OCR's confidence, line by line --------------------------------------------------------
+
+# A line under this confidence is probably misread; RapidOCR scores clean print at 0.9-1.0.
+LOW_LINE_CONFIDENCE = 0.75
+# A page with more than this share of its text in low-confidence lines needs a look, even when
+# the mean (the ``ocr_confidence`` signal) looks fine because the long lines read well. Clean,
+# blurred and noisy scans of the generated corpus have none; a misread one has 8-16 %.
+MAX_LOW_SHARE = 0.05
+
+
+def line_confidence_signal(lines: list[Line]) -> Signal | None:
+    scored = [ln for ln in lines if ln.confidence is not None and ln.text.strip()]
+    if len(scored) < 3:
+        return None
+    total = sum(len(ln.text) for ln in scored)
+    low = sum(len(ln.text) for ln in scored if (ln.confidence or 0.0) < LOW_LINE_CONFIDENCE)
+    share = low / total
+    ok = share <= MAX_LOW_SHARE
+    detail = "" if ok else f"{share:.0%} of the text is in lines read with low confidence"
+    severity = 0.0 if ok else min(1.0, 0.5 + (share - MAX_LOW_SHARE))
+    return Signal("line_confidence", ok, detail, round(share, 3), severity=severity)
+
+
+# --- fragments ---------------------------------------------------------------------------------
+
+# Runs of this many one- and two-letter tokens in a row are what OCR makes of smudges, ruled
+# lines and handwriting ("e e se e s s o"); prose almost never has them.
+MIN_FRAGMENT_RUN = 6
+_TOKEN = re.compile(r"\S+")
+
+
+def fragment_signal(markdown: str) -> Signal:
+    runs = fragment_runs(markdown)
+    ok = not runs
+    detail = "" if ok else f"{len(runs)} run(s) of letter fragments, e.g. {runs[0][:30]!r}"
+    severity = 0.0 if ok else min(1.0, 0.55 + 0.1 * (len(runs) - 1))
+    return Signal("fragments", ok, detail, float(len(runs)), severity=severity)
+
+
+def fragment_runs(markdown: str) -> list[str]:
+    """The runs of at least MIN_FRAGMENT_RUN short letter tokens in a row."""
+    runs: list[str] = []
+    current: list[str] = []
+    for token in [*_TOKEN.findall(markdown), ""]:
+        word = token.strip(".,;:!?()[]'\"|*_")
+        if word and len(word) <= 2 and word.isalpha():
+            current.append(word)
+            continue
+        if len(current) >= MIN_FRAGMENT_RUN:
+            runs.append(" ".join(current))
+        current = []
+    return runs

@@ -1,0 +1,157 @@
+"""What the page's geometry says the output should look like: its lines with their boxes (from
+the PDF's text layer, or the OCR's own lines), the lines shaped like formulas, and the order
+a reader takes through its columns. Signals compare these with the output; none of them needs
+the true transcription.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from model.quality.checks import normalize_text
+
+# Fonts that set mathematics: TeX's math italic, symbols and extensions, the AMS fonts, and
+# the OpenType math fonts by name.
+_MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSAM|MSBM|EUFM|RSFS|Math|Symbol|STIX|Euclid|esint", re.I)
+# Characters that are mathematics wherever they appear (operators, arrows, math letters).
+_MATH_CHARS = re.compile("[\u2200-\u22ff\u2a00-\u2aff\u27c0-\u27ef\U0001d400-\U0001d7ff√∑∏∫∞±×÷]")
+_RELATION = re.compile(r"[=<>≤≥≈≠∈→]")
+# A span this much smaller than the line's main text and off its baseline is a sub/superscript.
+SCRIPT_SIZE_RATIO = 0.85
+# A line is formula-shaped when this share of its visible characters is set in math.
+FORMULA_SHARE = 0.3
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the page: its box in page units (origin top-left) and its text."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+    formula: bool = False
+    confidence: float | None = None  # the OCR's, for OCR lines
+
+
+def pdf_lines(page_dict: dict) -> list[Line]:
+    """The lines of a PyMuPDF ``get_text("dict")`` page, each marked formula-shaped or not."""
+    lines = []
+    for block in page_dict.get("blocks", []):
+        for line in block.get("lines", []):
+            spans = [s for s in line.get("spans", []) if s.get("text", "").strip()]
+            if not spans:
+                continue
+            text = "".join(s["text"] for s in line["spans"])
+            x0, y0, x1, y1 = line["bbox"]
+            lines.append(Line(x0, y0, x1, y1, text, formula=_formula_shaped(spans)))
+    return lines
+
+
+def _formula_shaped(spans: list[dict]) -> bool:
+    visible = sum(len(s["text"].replace(" ", "")) for s in spans)
+    if not visible:
+        return False
+    math = 0
+    main_size = max(spans, key=lambda s: len(s["text"]))["size"]
+    scripts = 0
+    for span in spans:
+        chars = len(span["text"].replace(" ", ""))
+        if _MATH_FONT.search(span.get("font", "")):
+            math += chars
+        else:
+            math += len(_MATH_CHARS.findall(span["text"]))
+        if span["size"] < main_size * SCRIPT_SIZE_RATIO:
+            scripts += 1
+    text = "".join(s["text"] for s in spans)
+    # A relation with a sub/superscript or a math-font symbol beside it: "a2 + 8 = 12".
+    shaped = bool(_RELATION.search(text)) and (scripts > 0 or math > 0)
+    return shaped or math / visible >= FORMULA_SHARE
+
+
+# --- reading order -----------------------------------------------------------------------------
+
+# Snippets shorter than this (after normalisation) match too easily to place a line.
+MIN_SNIPPET = 12
+# A layout is two columns when each side holds at least this many lines ...
+MIN_COLUMN_LINES = 4
+# ... that stay on their side of the gutter.
+
+
+def reading_order(lines: list[Line], page_width: float) -> list[Line] | None:
+    """The order a reader takes through a two-column page: band by band (the bands that
+    full-width lines such as titles and wide figures cut the page into), the left column top
+    to bottom, then the right. None when no band of the page holds two columns."""
+    wide = sorted(ln.y0 for ln in lines if ln.x1 - ln.x0 > page_width * 0.6)
+    bands: list[list[Line]] = [[]]
+    cuts = iter(wide)
+    cut = next(cuts, None)
+    for line in sorted(lines, key=lambda ln: ln.y0):
+        while cut is not None and line.y0 >= cut:
+            bands.append([])
+            cut = next(cuts, None)
+        bands[-1].append(line)
+    order: list[Line] = []
+    two_columns = False
+    for band in bands:
+        split = columns(band, page_width)
+        if split is None:
+            order.extend(band)
+        else:
+            two_columns = True
+            order.extend(split[0] + split[1])
+    return order if two_columns else None
+
+
+def columns(lines: list[Line], page_width: float) -> list[list[Line]] | None:
+    """The two columns of a band of the page, each top to bottom, when its lines sit in two
+    columns (lines that straddle the middle are left out); None otherwise."""
+    if not lines:
+        return None
+    middle = page_width / 2
+    left = [ln for ln in lines if ln.x1 <= middle + page_width * 0.02 and ln.x0 < middle]
+    right = [ln for ln in lines if ln.x0 >= middle - page_width * 0.02 and ln.x1 > middle]
+    if len(left) < MIN_COLUMN_LINES or len(right) < MIN_COLUMN_LINES:
+        return None
+    # Two columns side by side share a vertical band; a page of short lines on the left with
+    # a figure caption on the right does not make a second column.
+    top = max(min(ln.y0 for ln in left), min(ln.y0 for ln in right))
+    bottom = min(max(ln.y1 for ln in left), max(ln.y1 for ln in right))
+    if bottom - top < 3 * _line_height(lines):
+        return None
+    return [sorted(left, key=lambda ln: ln.y0), sorted(right, key=lambda ln: ln.y0)]
+
+
+def _line_height(lines: list[Line]) -> float:
+    heights = sorted(ln.y1 - ln.y0 for ln in lines)
+    return heights[len(heights) // 2]
+
+
+def _squash(text: str) -> str:
+    """Letters and digits only, lower-cased: what survives hyphenation, emphasis and spacing."""
+    text = unicodedata.normalize("NFKC", normalize_text(text)).lower()
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def order_agreement(markdown: str, expected: list[Line]) -> tuple[float, int] | None:
+    """The share of pairs of placed lines that the output keeps in the expected order (the
+    concordant pairs of Kendall's tau), and how many lines could be placed (found once,
+    exactly, in the output). Two columns read across line by line keep each column's own order
+    but put half the pairs across the gutter the wrong way round: about 0.75."""
+    output = _squash(markdown)
+    positions = []
+    for line in expected:
+        snippet = _squash(line.text)
+        if len(snippet) < MIN_SNIPPET:
+            continue
+        at = output.find(snippet)
+        if at >= 0 and output.find(snippet, at + 1) < 0:
+            positions.append(at)
+    if len(positions) < 2 * MIN_COLUMN_LINES:
+        return None
+    pairs = len(positions) * (len(positions) - 1) // 2
+    kept = sum(1 for i, a in enumerate(positions) for b in positions[i + 1 :] if a < b)
+    return kept / pairs, len(positions)
