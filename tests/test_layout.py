@@ -184,9 +184,7 @@ def test_searchable_pdf_text_is_found_on_the_right_page_at_the_right_place(engin
 
     data = maker()
     result = read(engine, data)
-    out = searchable_pdf(
-        data, inspect_document(data).mime_type, [PageText(1, result.layout, False)]
-    )
+    out = searchable_pdf(data, inspect_document(data).mime_type, [PageText(1, result.layout)])
     # pdfminer.six, a parser that shares nothing with PyMuPDF, reads it back.
     pages = list(extract_pages(io.BytesIO(out)))
     assert len(pages) == 1
@@ -226,7 +224,7 @@ def test_searchable_pdf_passes_born_digital_pages_through_and_keeps_the_job_page
     data = documents.born_digital_pdf()
     layouts = [read(engine, data, n).layout for n in (3, 1)]
     out = searchable_pdf(
-        data, "application/pdf", [PageText(3, layouts[0], True), PageText(1, layouts[1], True)]
+        data, "application/pdf", [PageText(3, layouts[0]), PageText(1, layouts[1])]
     )
     source, result = pymupdf.open(stream=data), pymupdf.open(stream=out)
     assert result.page_count == 2
@@ -246,9 +244,7 @@ def test_an_image_becomes_a_page_of_its_size_at_its_resolution(engine):
         (image.width * 72 / 300, image.height * 72 / 300), abs=0.01
     )
     result = read(engine, data)
-    out = pymupdf.open(
-        stream=searchable_pdf(data, "image/png", [PageText(1, result.layout, False)])
-    )
+    out = pymupdf.open(stream=searchable_pdf(data, "image/png", [PageText(1, result.layout)]))
     assert (out[0].rect.width, out[0].rect.height) == pytest.approx((width, height), abs=0.01)
     assert "Marlow" in out[0].get_text()
     assert out[0].get_images()

@@ -33,12 +33,11 @@ _NO_TEXT = ("figure",)
 
 @dataclass(frozen=True)
 class PageText:
-    """One page of the output: its number in the document and what was read from it."""
+    """One page of the output: its number in the document and what was read from it
+    (``None`` for a page that failed: it is kept as it was)."""
 
     number: int
     layout: PageLayout | None
-    # Whether the page was read from its own text layer (then it passes through).
-    from_text_layer: bool
 
 
 def searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> bytes:
@@ -48,13 +47,23 @@ def searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> by
         try:
             writer = _TextLayer()
             for index, page in enumerate(pages):
-                if page.layout is None or page.from_text_layer:
+                if page.layout is None or (mime_type == PDF and _has_text(out[index], page)):
                     continue
                 writer.add(out[index], page.layout)
             out.set_metadata({"producer": "Folio (PyMuPDF)", "creator": "Folio"})
             return out.tobytes(garbage=3, deflate=True)
         finally:
             out.close()
+
+
+def _has_text(pdf_page: pymupdf.Page, page: PageText) -> bool:
+    """Whether a PDF page keeps its own text: read from its text layer, or (an engine that
+    read the pixels anyway) holding text of its own. Only pages the local engine judged to be
+    scans, or pages with no text at all, get an invisible layer: never a second copy."""
+    assert page.layout is not None
+    if page.layout.source == "ocr":
+        return False
+    return page.layout.source == "text-layer" or bool(pdf_page.get_text("text").strip())
 
 
 def _pdf_pages(data: bytes, pages: list[PageText]) -> pymupdf.Document:

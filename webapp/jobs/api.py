@@ -3,12 +3,16 @@ delete jobs."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from django.core.files.storage import default_storage
-from django.http import FileResponse
+from django.http import FileResponse, HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import APIException, NotFound, Throttled
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -17,11 +21,15 @@ from rest_framework.views import APIView
 from webapp.core.errors import ApiError, bad_parameter, conflict, too_large, unprocessable
 from webapp.core.renderers import MarkdownRenderer
 from webapp.core.schema import results_of
-from webapp.jobs import selectors, services
+from webapp.jobs import outputs, selectors, services
 from webapp.jobs.serializers import (
+    BlocksDocumentSerializer,
+    ChunksDocumentSerializer,
     JobCreateSerializer,
     JobDetailSerializer,
     JobListQuerySerializer,
+    JobPagesResultSerializer,
+    JobResultQuerySerializer,
     JobSerializer,
     PageResultSerializer,
 )
@@ -163,20 +171,52 @@ class JobCancelView(APIView):
         return Response(JobSerializer(job, context={"request": request}).data)
 
 
+class ResultNegotiation(DefaultContentNegotiation):
+    """``format`` is the result's own parameter (blocks, chunks, pdf, ...), not DRF's
+    renderer override (``URL_FORMAT_OVERRIDE``, the only setting negotiation reads): the
+    renderer follows ``Accept`` alone."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
 class JobResultView(APIView):
     renderer_classes = [MarkdownRenderer, JSONRenderer]
+    content_negotiation_class = ResultNegotiation
 
     @extend_schema(
+        parameters=[JobResultQuerySerializer],
         responses={
             (200, "text/markdown"): OpenApiResponse(
-                response=OpenApiTypes.STR, description="the pages' Markdown, joined"
+                response=OpenApiTypes.STR,
+                description="the pages' Markdown, joined (with `page_markers`, each page "
+                "after its marker line)",
             ),
-            (200, "application/json"): PageResultSerializer(many=True),
+            (200, "application/json"): OpenApiResponse(
+                response=PolymorphicProxySerializer(
+                    component_name="JobResultDocument",
+                    serializers=[
+                        JobPagesResultSerializer,
+                        BlocksDocumentSerializer,
+                        ChunksDocumentSerializer,
+                    ],
+                    resource_type_field_name=None,
+                ),
+                description="per page (`Accept: application/json` or `format=json`), the "
+                "layout blocks (`format=blocks`) or the chunks (`format=chunks`)",
+            ),
+            (200, "application/pdf"): OpenApiResponse(
+                response=OpenApiTypes.BINARY,
+                description="`format=pdf`: born-digital pages unchanged, scanned pages and "
+                "images with an invisible text layer placed word by word",
+            ),
             409: OpenApiResponse(description="the job has not finished"),
-            410: OpenApiResponse(description="the results expired (retention)"),
-        }
+            410: OpenApiResponse(description="the results (or, for a PDF, the file) expired"),
+        },
     )
     def get(self, request, job_id):
+        query = JobResultQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
         job = _owned_job(request, job_id)
         if job.is_expired:
             raise gone(
@@ -189,8 +229,33 @@ class JobResultView(APIView):
                 f"job {job.id} is {job.status} ({job.pages_done + job.pages_failed} of "
                 f"{job.pages_total} pages finished); poll {poll}"
             )
-        if request.accepted_renderer.format == "md":
-            return Response(selectors.job_markdown(job=job))
+        kind = params.get("format") or (
+            "markdown" if request.accepted_renderer.format == "md" else "json"
+        )
+        if kind == "blocks":
+            return Response(outputs.job_blocks(job=job))
+        if kind == "chunks":
+            return Response(outputs.job_chunks(job=job, max_tokens=params["max_tokens"]))
+        if kind == "pdf":
+            try:
+                body = outputs.job_searchable_pdf(job=job)
+            except outputs.OutputUnavailable as exc:
+                raise gone(str(exc)) from exc
+            response = HttpResponse(body, content_type="application/pdf")
+            response["Content-Disposition"] = content_disposition_header(
+                as_attachment=True, filename=outputs.pdf_filename(job)
+            )
+            return response
+        if kind == "markdown":
+            marker = params.get("page_marker")
+            if marker or params["page_markers"]:
+                text = outputs.job_markdown_with_markers(
+                    job=job, marker=marker or outputs.DEFAULT_PAGE_MARKER
+                )
+            else:
+                text = selectors.job_markdown(job=job)
+            # Asked for by name: Markdown, whatever the Accept header preferred.
+            return HttpResponse(text, content_type="text/markdown; charset=utf-8")
         pages = PageResultSerializer(selectors.job_pages(job=job), many=True).data
         return Response(
             {

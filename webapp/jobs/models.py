@@ -156,6 +156,10 @@ class Page(models.Model):
         max_length=200, blank=True, help_text="hostname:pid of the last claim"
     )
     markdown = models.TextField(blank=True)
+    # Where the text is on the page (model.layout.PageLayout.to_dict): blocks in reading order
+    # with boxes in points, the page size, and an OCR'd page's words. The blocks, chunks and
+    # searchable PDF outputs are built from it.
+    layout = models.JSONField(default=dict, blank=True)
     method = models.CharField(max_length=30, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)

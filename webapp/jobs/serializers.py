@@ -3,7 +3,10 @@ from __future__ import annotations
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
+from model.layout import BLOCK_TYPES
+from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.jobs.models import Job, Page
+from webapp.jobs.outputs import PAGE_MARKER_MAX
 from webapp.jobs.selectors import job_progress
 
 
@@ -176,3 +179,112 @@ class JobDetailSerializer(JobSerializer):
 
     def get_pages(self, job: Job) -> list[dict]:
         return PageSerializer(job.pages.order_by("number"), many=True).data
+
+
+# --- the result's other formats (`format=blocks|chunks|pdf`): query, and their documents ------
+
+
+class JobResultQuerySerializer(serializers.Serializer):
+    format = serializers.ChoiceField(
+        choices=["markdown", "json", "blocks", "chunks", "pdf"],
+        required=False,
+        help_text="`markdown` (joined; the default) or `json` (per page) as `Accept` says "
+        "otherwise; `blocks`: layout blocks with boxes; `chunks`: chunks for retrieval; "
+        "`pdf`: a searchable PDF",
+    )
+    max_tokens = serializers.IntegerField(
+        required=False,
+        min_value=MIN_MAX_TOKENS,
+        max_value=MAX_MAX_TOKENS,
+        default=DEFAULT_MAX_TOKENS,
+        help_text="`format=chunks`: the most tokens in a chunk (tables and formulas are never "
+        "split and may exceed it)",
+    )
+    page_markers = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="joined Markdown: a marker line before each page (`<!-- page 3 -->`)",
+    )
+    page_marker = serializers.CharField(
+        required=False,
+        max_length=PAGE_MARKER_MAX,
+        help_text="the marker line itself, with `{page}` where the number goes (implies "
+        "`page_markers`)",
+    )
+
+    def validate_page_marker(self, value: str) -> str:
+        if "{page}" not in value or "\n" in value:
+            raise serializers.ValidationError(
+                "page_marker must be one line holding {page}, e.g. `--- page {page} ---`"
+            )
+        return value
+
+
+class BlockSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="`p<page>-b<index>`: cited by chunks")
+    type = serializers.ChoiceField(choices=list(BLOCK_TYPES))
+    level = serializers.IntegerField(required=False, help_text="headings and titles: 1 for `#`")
+    markdown = serializers.CharField(allow_blank=True)
+    bbox = serializers.ListField(
+        child=serializers.FloatField(),
+        min_length=4,
+        max_length=4,
+        help_text="x0, y0, x1, y1 in points from the page's top-left corner",
+    )
+    confidence = serializers.FloatField(
+        required=False, help_text="0-1, where the engine gives one (OCR: mean line score)"
+    )
+
+
+class PageBlocksSerializer(serializers.Serializer):
+    page = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=Page.Status.choices)
+    width = serializers.FloatField(required=False, help_text="points")
+    height = serializers.FloatField(required=False, help_text="points")
+    source = serializers.ChoiceField(
+        choices=["text-layer", "ocr", "grounding", "page"],
+        required=False,
+        help_text="where the boxes came from; `page`: the engine gave none, one block covers "
+        "the page",
+    )
+    blocks = BlockSerializer(many=True)
+    error = serializers.CharField(required=False)
+
+
+class BlocksDocumentSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=Job.Status.choices)
+    unit = serializers.ChoiceField(choices=["pt"])
+    origin = serializers.ChoiceField(choices=["top-left"])
+    pages = PageBlocksSerializer(many=True)
+
+
+class ChunkBoxSerializer(serializers.Serializer):
+    page = serializers.IntegerField()
+    block = serializers.CharField(help_text="the block's id in `format=blocks`")
+    bbox = serializers.ListField(child=serializers.FloatField(), min_length=4, max_length=4)
+
+
+class ChunkSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    text = serializers.CharField(help_text="the chunk's Markdown")
+    tokens = serializers.IntegerField(help_text="approximate, as usage counts them")
+    headings = serializers.ListField(
+        child=serializers.CharField(), help_text="the headings it sits under, outermost first"
+    )
+    pages = serializers.ListField(child=serializers.IntegerField())
+    boxes = ChunkBoxSerializer(many=True, help_text="where on which page its text came from")
+
+
+class ChunksDocumentSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=Job.Status.choices)
+    max_tokens = serializers.IntegerField()
+    chunks = ChunkSerializer(many=True)
+
+
+class JobPagesResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=Job.Status.choices)
+    pages = PageResultSerializer(many=True)
+    usage = serializers.DictField()

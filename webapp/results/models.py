@@ -17,6 +17,9 @@ class CachedPage(models.Model):
     options_key = models.CharField(max_length=64, help_text="a digest of the output options")
     page_number = models.PositiveIntegerField()
     markdown = models.TextField()
+    # The page's layout (blocks and boxes); empty in entries stored before layouts existed,
+    # which are then not reused.
+    layout = models.JSONField(default=dict, blank=True)
     method = models.CharField(max_length=30, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)

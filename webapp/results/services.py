@@ -32,6 +32,8 @@ def cached_pages(
         engine_version=engine_version(engine),
         options_key=options_key(options),
         page_number__in=pages,
+        # Entries from before layouts were kept would give a page without blocks.
+        layout__has_key="blocks",
     )
     if max_age is not None:
         entries = entries.filter(created_at__gte=timezone.now() - max_age)
@@ -46,6 +48,7 @@ def cached_page_store(
     options: dict,
     page_number: int,
     markdown: str,
+    layout: dict,
     method: str,
     input_tokens: int,
     output_tokens: int,
@@ -59,6 +62,7 @@ def cached_page_store(
         page_number=page_number,
         defaults={
             "markdown": markdown,
+            "layout": layout,
             "method": method,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,

@@ -81,7 +81,7 @@ def jobs_expire(*, now=None, batch: int = 500) -> int:
     for job_id, _ in due:
         with transaction.atomic():
             if Job.objects.filter(pk=job_id, expired_at__isnull=True).update(expired_at=now):
-                Page.objects.filter(job_id=job_id).update(markdown="")
+                Page.objects.filter(job_id=job_id).update(markdown="", layout={})
                 expired += 1
     names = []
     for document in Document.objects.filter(

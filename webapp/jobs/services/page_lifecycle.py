@@ -91,6 +91,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
     """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
     quality = result.extra.pop("quality", None) or {}
     needs_review = bool(quality.get("needs_review"))
+    layout = result.layout.to_dict() if result.layout is not None else {}
     with transaction.atomic():
         saved = Page.objects.filter(
             pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
@@ -100,6 +101,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
             quality=quality,
             extra=_page_extra(claim=claim, result=result),
             markdown=result.markdown,
+            layout=layout,
             method=result.method,
             input_tokens=result.input_tokens,
             output_tokens=result.output_tokens,
@@ -128,6 +130,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
                 options=JobOptions.from_dict(claim.options).output_options(),
                 page_number=claim.number,
                 markdown=result.markdown,
+                layout=layout,
                 method=result.method,
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,

@@ -293,6 +293,7 @@ def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
         number=number,
         status=Page.Status.SUCCEEDED,
         markdown=hit.markdown,
+        layout=hit.layout,
         method=CACHE_METHOD,
         input_tokens=hit.input_tokens,
         output_tokens=hit.output_tokens,
