@@ -6,6 +6,4 @@ class CoreConfig(AppConfig):
     label = "core"
 
     def ready(self) -> None:
-        from webapp.core import metrics, schema  # noqa: F401  (registers the schema extensions)
-
-        metrics.register()
+        from webapp.core import schema  # noqa: F401  (registers the schema extensions)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ocr_worker.celery_app import app
-from webapp.jobs.queueing import engine_queue
+from webapp.core.queues import engine_queue
 
 _CACHE_SECONDS = 5.0
 _cache: tuple[float, set[str]] | None = None

@@ -11,17 +11,18 @@ from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotFound, Throttled
+from rest_framework.exceptions import NotFound
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.core.errors import ApiError, bad_parameter, conflict, too_large, unprocessable
+from webapp.core.errors import ApiError, bad_parameter, conflict
 from webapp.core.renderers import MarkdownRenderer
 from webapp.core.schema import results_of
 from webapp.jobs import outputs, selectors, services
+from webapp.jobs.errors import submission_api_error
 from webapp.jobs.serializers import (
     BlocksDocumentSerializer,
     ChunksDocumentSerializer,
@@ -35,24 +36,6 @@ from webapp.jobs.serializers import (
 )
 
 IDEMPOTENCY_KEY_MAX = 255
-
-_SUBMISSION_ERRORS = {
-    "bad_parameter": bad_parameter,
-    "unprocessable": unprocessable,
-    "too_large": too_large,
-    "idempotency_mismatch": unprocessable,
-    "over_budget": lambda message: ApiError(
-        message, http_status=409, name="BudgetExceededError", detail_code=40904
-    ),
-}
-
-
-def submission_api_error(exc: services.SubmissionError) -> APIException:
-    """The API answer to a refused submission, for every endpoint that submits jobs: a rate
-    limit or quota is a 429 with ``Retry-After`` (DRF's Throttled sets the header)."""
-    if exc.kind == "rate_limited":
-        return Throttled(wait=exc.retry_after, detail=str(exc))
-    return _SUBMISSION_ERRORS.get(exc.kind, bad_parameter)(str(exc))
 
 
 def gone(message: str) -> ApiError:

@@ -6,4 +6,6 @@ class JobsConfig(AppConfig):
     label = "jobs"
 
     def ready(self) -> None:
-        from webapp.jobs import checks  # noqa: F401  (registers the system checks)
+        from webapp.jobs import checks, metrics  # noqa: F401  (registers the system checks)
+
+        metrics.register()

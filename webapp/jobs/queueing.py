@@ -9,15 +9,11 @@ from collections.abc import Iterable
 from kombu.exceptions import OperationalError as BrokerError
 
 from ocr_worker.celery_app import app
+from webapp.core.queues import engine_queue
 
 logger = logging.getLogger(__name__)
 
 TRANSCRIBE_PAGE = "folio.transcribe_page"
-
-
-def engine_queue(engine: str) -> str:
-    """Each engine has a queue of its own, so a GPU worker takes only pages for its model."""
-    return f"ocr.{engine}"
 
 
 def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, str]]) -> bool:

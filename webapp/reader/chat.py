@@ -19,7 +19,7 @@ from rest_framework.views import APIView, exception_handler
 from model.engines.registry import engine_names
 from webapp.core.errors import ApiError
 from webapp.jobs import selectors, services
-from webapp.jobs.api import submission_api_error
+from webapp.jobs.errors import submission_api_error
 from webapp.jobs.models import Job
 from webapp.jobs.waiting import job_updates, job_wait
 from webapp.reader.engines import engine_for_model, engines_serving_now

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from webapp.core.errors import bad_parameter
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
-from webapp.jobs.api import submission_api_error
+from webapp.jobs.errors import submission_api_error
 from webapp.jobs.waiting import job_wait
 from webapp.reader.anonymous import anonymous_owner
 from webapp.reader.engines import engine_for_model

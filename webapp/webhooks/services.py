@@ -38,6 +38,9 @@ from webapp.webhooks.queueing import deliveries_enqueue
 
 logger = logging.getLogger(__name__)
 
+# The event the browser interface sends to check a receiver.
+TEST_EVENT = "webhook.test"
+
 SECRET_PREFIX = "whsec_"
 # A message that did not lead to an attempt in this long is presumed lost and sent again.
 ENQUEUED_GRACE = timedelta(minutes=5)
@@ -139,6 +142,24 @@ def endpoint_rotate_secret(
     endpoint.secret = secret_generate()
     endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_expires_at"])
     return endpoint
+
+
+def endpoint_test_send(*, endpoint: WebhookEndpoint) -> None:
+    """A signed ``webhook.test`` event for one endpoint, through the same outbox, retries and
+    delivery log as real events, so that a receiver can be checked before a job ends."""
+    if endpoint.disabled_at is not None:
+        raise WebhookError(
+            f"this endpoint is disabled ({endpoint.disabled_reason or 'no reason given'}); "
+            "enable it first"
+        )
+    payload = {
+        "type": TEST_EVENT,
+        "timestamp": _iso(timezone.now()),
+        "data": {"endpoint_id": str(endpoint.pk), "message": "A test event sent from Folio."},
+    }
+    with transaction.atomic():
+        _deliveries_create(endpoints=[endpoint], job=None, event=TEST_EVENT, payload=payload)
+    logger.info("test event for endpoint %s", endpoint.pk)
 
 
 def endpoint_for_job_url(*, owner: AbstractBaseUser, url: str) -> WebhookEndpoint:

@@ -230,8 +230,8 @@ class VllmEngine:
             text, page_size_points(page.data, page.mime_type, page.page_number)
         )
         metrics.page_done(result.extra, output_tokens=len(kept.token_ids))
-        # One structured line per page: the figures reach the worker's log (and whoever
-        # reads it) until the page row keeps ``extra`` itself.
+        # One structured line per page in the worker's log, beside the copy of ``extra`` that
+        # the page row keeps: the log is where an operator follows a GPU worker live.
         logger.info("page figures %s", json.dumps(_loggable(result), sort_keys=True))
         return result
 

@@ -17,6 +17,7 @@ from webapp.jobs.services.options import (
     TABLE_FORMATS,
     CachePolicy,
     JobOptions,
+    Refusal,
     SubmissionError,
 )
 from webapp.jobs.services.page_lifecycle import (
@@ -44,6 +45,7 @@ __all__ = [
     "CachePolicy",
     "JobOptions",
     "PageClaim",
+    "Refusal",
     "Submission",
     "SubmissionError",
     "figure_storage_name",

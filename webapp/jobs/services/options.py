@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 
@@ -13,16 +14,29 @@ from model.textnorm import NormalizeError, parse_steps
 TABLE_FORMATS = ("markdown", "html")
 
 
+class Refusal(StrEnum):
+    """Why a submission was refused: each API maps it to its HTTP answer."""
+
+    BAD_PARAMETER = "bad_parameter"
+    UNPROCESSABLE = "unprocessable"  # a document that cannot be read
+    TOO_LARGE = "too_large"  # the file, the page count or the daily page quota
+    OVER_BUDGET = "over_budget"  # the token budget cannot cover the pages
+    RATE_LIMITED = "rate_limited"  # with ``retry_after`` seconds
+    IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
+
+
 class SubmissionError(ValueError):
     """A submission refused before anything was written. ``kind`` picks the HTTP answer."""
 
     def __init__(
-        self, message: str, *, kind: str = "bad_parameter", retry_after: int | None = None
+        self,
+        message: str,
+        *,
+        kind: Refusal = Refusal.BAD_PARAMETER,
+        retry_after: int | None = None,
     ):
         super().__init__(message)
-        # "bad_parameter" | "unprocessable" | "too_large" | "over_budget" | "rate_limited"
-        # (retry_after: seconds) | "idempotency_mismatch"
-        self.kind = kind
+        self.kind = Refusal(kind)
         self.retry_after = retry_after
 
 

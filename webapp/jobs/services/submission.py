@@ -25,7 +25,7 @@ from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_enqueue
-from webapp.jobs.services.options import CachePolicy, JobOptions, SubmissionError
+from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
@@ -139,7 +139,7 @@ def submission_validate(
         raise SubmissionError(
             f"{len(page_numbers)} pages selected; this server takes at most "
             f"{settings.FOLIO_MAX_PAGES} pages per job (use `pages` to pick a range)",
-            kind="too_large",
+            kind=Refusal.TOO_LARGE,
         )
     _quota(account_services.page_quota_check, user=owner, pages=len(page_numbers))
     _token_budget_check(engine=engine, options=options, pages=len(page_numbers))
@@ -245,8 +245,10 @@ def _quota(check, **kwargs) -> None:
         check(**kwargs)
     except account_services.QuotaExceeded as exc:
         if exc.retry_after is None:
-            raise SubmissionError(str(exc), kind="too_large") from exc
-        raise SubmissionError(str(exc), kind="rate_limited", retry_after=exc.retry_after) from exc
+            raise SubmissionError(str(exc), kind=Refusal.TOO_LARGE) from exc
+        raise SubmissionError(
+            str(exc), kind=Refusal.RATE_LIMITED, retry_after=exc.retry_after
+        ) from exc
 
 
 def _request_fingerprint(
@@ -279,7 +281,7 @@ def _idempotent_replay(*, owner, key: str, fingerprint: str) -> Job | None:
         raise SubmissionError(
             f"the Idempotency-Key {key!r} was used for a different request (job {job.id}); "
             "use a new key for a new request",
-            kind="idempotency_mismatch",
+            kind=Refusal.IDEMPOTENCY_MISMATCH,
         )
     job.idempotent_replay = True
     return job
@@ -325,7 +327,7 @@ def _token_budget_check(*, engine: str, options: JobOptions, pages: int) -> None
         raise SubmissionError(
             f"{pages} pages with {engine} take at least {floor} tokens, over the token budget "
             f"of {options.token_budget}; raise the budget or select fewer pages",
-            kind="over_budget",
+            kind=Refusal.OVER_BUDGET,
         )
 
 
@@ -335,7 +337,7 @@ def upload_size_check(*, size: int) -> None:
         raise SubmissionError(
             f"the file is {size:,} bytes; this server accepts at most "
             f"{settings.FOLIO_MAX_UPLOAD_BYTES:,}",
-            kind="too_large",
+            kind=Refusal.TOO_LARGE,
         )
 
 
@@ -350,9 +352,10 @@ def _inspected(data: bytes) -> DocumentInfo:
     try:
         return inspect_document(data)
     except DocumentError as exc:
-        kind = "too_large" if getattr(exc, "code", "") == "too_large" else "unprocessable"
-        if getattr(exc, "code", "") in ("empty", "unsupported"):
-            kind = "bad_parameter"
+        code = getattr(exc, "code", "")
+        kind = Refusal.TOO_LARGE if code == "too_large" else Refusal.UNPROCESSABLE
+        if code in ("empty", "unsupported"):
+            kind = Refusal.BAD_PARAMETER
         raise SubmissionError(str(exc), kind=kind) from exc
 
 

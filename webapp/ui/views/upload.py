@@ -17,6 +17,10 @@ from webapp.ui import selectors
 from webapp.ui.forms import UploadForm
 from webapp.ui.views.jobs import job_row
 
+Refusal = job_services.Refusal
+# The upload script's answer per refusal (the jobs API's codes; the rest are 400).
+UPLOAD_STATUS = {Refusal.TOO_LARGE: 413, Refusal.RATE_LIMITED: 429, Refusal.UNPROCESSABLE: 422}
+
 
 def _wants_json(request) -> bool:
     return "application/json" in request.headers.get("Accept", "")
@@ -37,7 +41,7 @@ def submission_message(exc: job_services.SubmissionError) -> str:
     """The service's reason, with what to do about it where it is a limit."""
     text = str(exc)
     text = text[0].upper() + text[1:] if text else "The file could not be read."
-    if exc.kind == "rate_limited" and exc.retry_after:
+    if exc.kind is job_services.Refusal.RATE_LIMITED and exc.retry_after:
         return f"{text}. Try again in {exc.retry_after} seconds."
     return text if text.endswith(".") else f"{text}."
 
@@ -95,7 +99,7 @@ def _upload_json(results) -> JsonResponse:
     if job is not None:
         url = reverse("ui-job", args=[job.id])
         return JsonResponse({"ok": True, "job": {"id": str(job.id), "url": url, "name": name}})
-    status = {"too_large": 413, "rate_limited": 429, "unprocessable": 422}.get(exc.kind, 400)
+    status = UPLOAD_STATUS.get(exc.kind, 400)
     response = JsonResponse({"ok": False, "error": error}, status=status)
     if exc.retry_after:
         response["Retry-After"] = str(exc.retry_after)

@@ -10,7 +10,6 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from webapp.ui import services
 from webapp.ui.forms import EndpointForm
 from webapp.webhooks import selectors as webhook_selectors
 from webapp.webhooks import services as webhook_services
@@ -69,7 +68,7 @@ def webhook_rotate(request, endpoint_id):
 def webhook_test(request, endpoint_id):
     endpoint = _owned_endpoint(request, endpoint_id)
     try:
-        services.endpoint_test_send(endpoint=endpoint)
+        webhook_services.endpoint_test_send(endpoint=endpoint)
     except webhook_services.WebhookError as exc:
         messages.error(request, f"No test event was sent: {exc}.")
     else:
