@@ -1,18 +1,49 @@
-# One image for the web process and the CPU workers. (The GPU worker image adds vLLM.)
+# One image for the web process, the CPU workers, beat and the migrate step; the role is the
+# command (deploy/entrypoint.sh). The GPU worker's image (Dockerfile.gpu) adds vLLM.
+#
+# It builds offline: the dependencies come from deploy/requirements.lock (every package
+# pinned with its wheel's SHA-256) and from the wheelhouse in wheels/, which `make wheels`
+# fills once. `docker build --network=none .` then needs nothing from outside;
+# `--build-arg OFFLINE=0` lets pip download what the wheelhouse lacks (still hash-checked).
 FROM python:3.11-slim
 
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+ARG OFFLINE=1
+# A fixed uid, so that files on volumes and secrets mounted from the host can be given to it.
+ARG FOLIO_UID=10001
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONPATH=/app FOLIO_VAR_DIR=/app/var \
+    DJANGO_SETTINGS_MODULE=webapp.settings
 WORKDIR /app
 
-COPY pyproject.toml README.md ./
+RUN groupadd --system --gid "$FOLIO_UID" folio \
+    && useradd --system --uid "$FOLIO_UID" --gid folio --home-dir /home/folio --create-home folio
+
+COPY deploy/requirements.lock deploy/requirements.lock
+COPY wheels/ /tmp/wheels/
+RUN if [ "$OFFLINE" = 1 ]; then index="--no-index"; else index=""; fi \
+    && pip install $index --find-links /tmp/wheels --require-hashes --only-binary=:all: \
+        -r deploy/requirements.lock \
+    && rm -rf /tmp/wheels
+
+# The service's code runs from /app (PYTHONPATH): the server image needs no build backend.
+COPY manage.py pyproject.toml README.md ./
 COPY model model
 COPY webapp webapp
 COPY ocr_worker ocr_worker
 COPY templates templates
-COPY manage.py ./
-RUN pip install . && python manage.py collectstatic --no-input -v 0
+COPY deploy/entrypoint.sh deploy/healthcheck.sh deploy/
 
-RUN useradd --create-home folio && mkdir -p /app/var && chown folio /app/var
+# /app/var holds the static files, the beat schedule and, with FOLIO_STORAGE=filesystem, the
+# uploads (FOLIO_MEDIA_ROOT=/app/var/media). The folders exist here, owned by folio, so that
+# a named volume mounted on one starts with that owner.
+RUN python manage.py collectstatic --no-input -v 0 \
+    && mkdir -p /app/var/media /app/var/run \
+    && chown -R folio:folio /app/var
+
 USER folio
 EXPOSE 8000
-CMD ["gunicorn", "webapp.wsgi", "--bind", "0.0.0.0:8000", "--workers", "4", "--threads", "4"]
+HEALTHCHECK --interval=30s --timeout=15s --start-period=90s --retries=3 \
+    CMD ["/app/deploy/healthcheck.sh"]
+ENTRYPOINT ["/app/deploy/entrypoint.sh"]
+CMD ["web"]

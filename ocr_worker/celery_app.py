@@ -39,7 +39,7 @@ app.conf.update(
     worker_max_tasks_per_child=settings.FOLIO_WORKER_MAX_TASKS_PER_CHILD or None,
     worker_hijack_root_logger=False,
     beat_schedule={
-        "reap-pages": {"task": "folio.reap_pages", "schedule": 60.0},
+        "reap-pages": {"task": "folio.reap_pages", "schedule": float(settings.FOLIO_REAP_SECONDS)},
         # Deliveries whose message was lost (Redis restarted) or whose back-off was long.
         "dispatch-webhooks": {
             "task": "folio.dispatch_webhooks",

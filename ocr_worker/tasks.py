@@ -17,7 +17,7 @@ from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
-from webapp.jobs import services
+from webapp.jobs import liveness, services
 from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,9 @@ RETRY_BACKOFF_MAX_SECONDS = 120
     reject_on_worker_lost=True,
 )
 def transcribe_page(self, page_id: int) -> str:
-    claim = services.page_claim(page_id=page_id, task_id=self.request.id, worker=_worker_id())
+    claim = services.page_claim(
+        page_id=page_id, task_id=self.request.id, worker=_worker_id(self.request.hostname)
+    )
     if claim is None:
         return "skipped"
     with log_context(job_id=claim.job_id, page=claim.number, engine=claim.engine):
@@ -87,6 +89,7 @@ def reap_pages() -> int:
     return services.pages_reap(
         stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
         unsent_after=timedelta(minutes=1),
+        lost_nodes=liveness.lost_nodes(live=liveness.live_nodes()),
     )
 
 
@@ -108,6 +111,7 @@ def expire_jobs() -> int:
     return expired
 
 
-def _worker_id() -> str:
-    # The pid of the process doing the work (a prefork child), not of the parent.
-    return f"{socket.gethostname()}:{os.getpid()}"
+def _worker_id(node: str | None) -> str:
+    # The node name (worker@host), which the reaper pings to find lost hosts, and the pid of
+    # the process doing the work (a prefork child), not of the parent.
+    return f"{node or socket.gethostname()}:{os.getpid()}"

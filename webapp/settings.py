@@ -11,6 +11,7 @@ from pathlib import Path
 import dj_database_url
 
 from model.config import ConfigError, env_bool, env_int, env_int_list, env_list, env_str
+from webapp.storage_config import default_storage_config, storage_kind
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FOLIO_VAR_DIR", str(BASE_DIR / "var")))
@@ -101,24 +102,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 MEDIA_ROOT = Path(env_str("FOLIO_MEDIA_ROOT", str(VAR_DIR / "media")))
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
-S3_BUCKET = env_str("FOLIO_S3_BUCKET")
+# FOLIO_STORAGE: "filesystem" (MEDIA_ROOT, one host) or "s3" (a bucket every host shares);
+# webapp/storage_config.py checks the chosen storage's settings here, at start.
+FOLIO_STORAGE = storage_kind()
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": default_storage_config(media_root=MEDIA_ROOT),
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
-if S3_BUCKET:
-    STORAGES["default"] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {
-            "bucket_name": S3_BUCKET,
-            "endpoint_url": env_str("FOLIO_S3_ENDPOINT_URL") or None,
-            "region_name": env_str("FOLIO_S3_REGION") or None,
-            "access_key": env_str("FOLIO_S3_ACCESS_KEY") or None,
-            "secret_key": env_str("FOLIO_S3_SECRET_KEY") or None,
-            "file_overwrite": False,
-            "default_acl": None,
-        },
-    }
 
 # Uploads above this size are refused before anything is stored.
 FOLIO_MAX_UPLOAD_BYTES = env_int("FOLIO_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
@@ -171,6 +161,10 @@ FOLIO_PAGE_MAX_ATTEMPTS = env_int("FOLIO_PAGE_MAX_ATTEMPTS", 3, minimum=1)
 FOLIO_BROKER_VISIBILITY_TIMEOUT = env_int(
     "FOLIO_BROKER_VISIBILITY_TIMEOUT", FOLIO_PAGE_TIME_LIMIT + 300, minimum=1
 )
+# How often beat's reaper looks for pages no worker will finish, and how long a worker node
+# that holds pages must miss its pings before they go to other workers (webapp/jobs/liveness.py).
+FOLIO_REAP_SECONDS = env_int("FOLIO_REAP_SECONDS", 60, minimum=1)
+FOLIO_WORKER_LOST_SECONDS = env_int("FOLIO_WORKER_LOST_SECONDS", 60, minimum=0)
 # A prefork worker process is replaced after this many pages (0: never); the new process loads
 # its engine again. Measured with bench/memory.py: without it the local engine's processes
 # grow by about 50 MiB per 100 scanned pages (memory never returned; its source not yet traced).

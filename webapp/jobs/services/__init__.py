@@ -9,6 +9,7 @@ exactly one of ``page_complete``, ``page_fail`` or ``page_retry_later`` with the
 from webapp.jobs.services.job_lifecycle import (
     job_cancel,
     job_delete,
+    job_files_delete,
     jobs_expire,
     stored_files_delete_unused,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "SubmissionError",
     "figure_storage_name",
     "job_cancel",
+    "job_files_delete",
     "job_create",
     "job_delete",
     "job_submit",

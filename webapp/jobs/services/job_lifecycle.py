@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import PurePath
 
 from django.core.files.storage import default_storage
@@ -10,6 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from webapp.core.storage import tree_delete as storage_tree_delete
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.services.page_lifecycle import retention_expiry
 from webapp.results.services import cached_pages_forget
@@ -50,6 +52,7 @@ def job_delete(*, job: Job) -> None:
         if not Job.objects.filter(document_id=document_id).exists():
             Document.objects.filter(pk=document_id).delete()
         transaction.on_commit(lambda: stored_files_delete_unused(names=[name]))
+        transaction.on_commit(lambda: job_files_delete(job_id=job.pk))
     logger.info("job %s deleted", job.pk)
 
 
@@ -68,6 +71,11 @@ def stored_files_delete_unused(*, names) -> int:
     return deleted
 
 
+def job_files_delete(*, job_id: uuid.UUID) -> int:
+    """Delete what was stored for one job (figure crops, page images: ``results/<job id>/``)."""
+    return storage_tree_delete(f"results/{job_id}")
+
+
 def jobs_expire(*, now=None, batch: int = 500) -> int:
     """Retention: delete the results of jobs past ``expires_at`` and then the files that no
     unexpired job needs. Runs from beat; safe to run twice (each step is conditional)."""
@@ -83,6 +91,9 @@ def jobs_expire(*, now=None, batch: int = 500) -> int:
             if Job.objects.filter(pk=job_id, expired_at__isnull=True).update(expired_at=now):
                 Page.objects.filter(job_id=job_id).update(markdown="", layout={})
                 expired += 1
+        # Outside the transaction: storage is not transactional, and the job's results are
+        # already unreachable (expired_at is set), so a file deleted here is never wanted.
+        job_files_delete(job_id=job_id)
     names = []
     for document in Document.objects.filter(
         pk__in={document_id for _, document_id in due}, file_deleted_at__isnull=True

@@ -18,16 +18,27 @@ logger = logging.getLogger(__name__)
 
 
 def pages_reap(
-    *, stuck_after: timedelta, unsent_after: timedelta, lost_after: timedelta | None = None
+    *,
+    stuck_after: timedelta,
+    unsent_after: timedelta,
+    lost_after: timedelta | None = None,
+    lost_nodes: set[str] = frozenset(),
 ) -> int:
     """Hand out again the pages that no message will ever finish: claimed by a worker that
-    died (running far past the time limit), never sent (the broker was down at submit), or
-    sent but lost (the broker restarted empty: its queue is empty while pages still wait).
+    died (running far past the time limit, or on a node that ``lost_nodes`` names: a host
+    that answers no ping, see webapp/jobs/liveness.py), never sent (the broker was down at
+    submit), or sent but lost (the broker restarted empty: its queue is empty while pages
+    still wait).
 
     Each gets a new task id, which turns any old message for it into a no-op."""
     now = timezone.now()
+    held_by_lost = Q(pk__in=[])
+    for node in lost_nodes:
+        held_by_lost |= Q(worker__startswith=f"{node}:")
     stuck = Page.objects.filter(
-        status=Page.Status.RUNNING, started_at__lt=now - stuck_after, job__status__in=Job.ACTIVE
+        Q(started_at__lt=now - stuck_after) | held_by_lost,
+        status=Page.Status.RUNNING,
+        job__status__in=Job.ACTIVE,
     )
     unsent = Page.objects.filter(
         status=Page.Status.QUEUED,

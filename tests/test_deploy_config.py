@@ -1,0 +1,225 @@
+"""Deployment configuration that can be checked without starting processes: the storage
+settings, the compose file read as Compose reads it, the image's lock, retention's deletion
+of stored folders, and the reaper's handling of a lost worker node."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from model.config import ConfigError
+from webapp.storage_config import default_storage_config
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def storage_env():
+    def configure(**values: str) -> dict:
+        return default_storage_config(media_root=Path("/srv/media"), environ=values)
+
+    return configure
+
+
+def test_without_settings_files_go_to_the_media_folder(storage_env):
+    config = storage_env()
+    assert config["BACKEND"].endswith("FileSystemStorage")
+    assert config["OPTIONS"]["location"] == "/srv/media"
+
+
+def test_a_bucket_alone_still_means_s3(storage_env):
+    config = storage_env(FOLIO_S3_BUCKET="folio")
+    assert config["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert config["OPTIONS"]["bucket_name"] == "folio"
+    assert config["OPTIONS"]["access_key"] is None  # the host's role, found by boto3
+
+
+def test_s3_takes_its_secret_from_a_file(storage_env, tmp_path):
+    secret = tmp_path / "s3_secret_key"
+    secret.write_text("from-the-file\n")
+    config = storage_env(
+        FOLIO_STORAGE="s3",
+        FOLIO_S3_BUCKET="folio",
+        FOLIO_S3_ACCESS_KEY="folio",
+        FOLIO_S3_SECRET_KEY_FILE=str(secret),
+        FOLIO_S3_ENDPOINT_URL="http://minio:9000",
+        FOLIO_S3_ADDRESSING_STYLE="path",
+    )
+    options = config["OPTIONS"]
+    assert options["secret_key"] == "from-the-file"
+    assert options["endpoint_url"] == "http://minio:9000"
+    assert options["addressing_style"] == "path"
+    assert options["file_overwrite"] is False
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"FOLIO_STORAGE": "s3"}, "FOLIO_S3_BUCKET"),
+        ({"FOLIO_STORAGE": "S3 "}, "FOLIO_S3_BUCKET"),
+        ({"FOLIO_STORAGE": "nfs"}, "FOLIO_STORAGE"),
+        ({"FOLIO_S3_BUCKET": "b", "FOLIO_S3_ACCESS_KEY": "k"}, "FOLIO_S3_SECRET_KEY"),
+        ({"FOLIO_S3_BUCKET": "b", "FOLIO_S3_SECRET_KEY": "s"}, "FOLIO_S3_ACCESS_KEY"),
+        ({"FOLIO_S3_BUCKET": "b", "FOLIO_S3_SECRET_KEY_FILE": "/nowhere"}, "FOLIO_S3_SECRET_KEY"),
+        ({"FOLIO_S3_BUCKET": "b", "FOLIO_S3_ENDPOINT_URL": "minio:9000"}, "FOLIO_S3_ENDPOINT_URL"),
+        ({"FOLIO_S3_BUCKET": "b", "FOLIO_S3_ADDRESSING_STYLE": "dns"}, "FOLIO_S3_ADDRESSING"),
+    ],
+)
+def test_a_missing_or_malformed_storage_setting_is_refused_naming_it(storage_env, values, named):
+    with pytest.raises(ConfigError, match=named):
+        storage_env(**values)
+
+
+# --- docker-compose.yml ----------------------------------------------------------------------
+
+
+def compose() -> dict:
+    return yaml.safe_load((REPOSITORY / "docker-compose.yml").read_text())
+
+
+def built_here(services: dict) -> dict:
+    return {name: service for name, service in services.items() if "build" in service}
+
+
+def test_compose_validates_as_compose_reads_it(tmp_path):
+    """`docker compose config` (or docker-compose's) when a client is installed: the file's
+    schema, interpolation and merges, offline. CI installs docker-compose for this."""
+    if shutil.which("docker-compose"):
+        command = ["docker-compose"]
+    elif subprocess.run(["docker", "compose", "version"], capture_output=True).returncode == 0:
+        command = ["docker", "compose"]
+    else:
+        pytest.skip("no Compose client here (apt-get install docker-compose)")
+    project = tmp_path / "project"
+    shutil.copytree(REPOSITORY, project, ignore=shutil.ignore_patterns(".venv*", ".git", "var"))
+    (project / ".secrets").mkdir(exist_ok=True)
+    for secret in ("folio_secret_key", "s3_secret_key"):
+        (project / ".secrets" / secret).write_text("x" * 48)
+    result = subprocess.run(
+        [*command, "--profile", "gpu", "--profile", "vllm-serve", "config", "-q"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_service_that_touches_files_has_the_storage_settings_and_the_media_volume():
+    services = compose()["services"]
+    folio = built_here(services)
+    assert set(folio) >= {"migrate", "web", "worker", "beat", "gpu-worker", "openai-worker"}
+    for name, service in folio.items():
+        env = service["environment"]
+        for variable in ("FOLIO_STORAGE", "FOLIO_S3_BUCKET", "FOLIO_S3_ENDPOINT_URL"):
+            assert variable in env, (name, variable)
+        assert env["FOLIO_MEDIA_ROOT"] == "/app/var/media"
+        assert "media:/app/var/media" in service["volumes"], name
+        assert {"folio_secret_key", "s3_secret_key"} <= set(service["secrets"]), name
+    assert folio["migrate"]["environment"]["FOLIO_S3_CREATE_BUCKET"] == "1"
+
+
+def test_every_dependency_condition_can_be_met():
+    services = compose()["services"]
+    for name, service in services.items():
+        for dependency, rule in (service.get("depends_on") or {}).items():
+            assert dependency in services, (name, dependency)
+            condition = rule["condition"]
+            if condition == "service_healthy":
+                assert "healthcheck" in services[dependency], (name, dependency)
+            if condition == "service_completed_successfully":
+                assert services[dependency].get("restart") == "no", (name, dependency)
+
+
+def test_the_images_run_as_a_non_root_user_with_a_health_check():
+    for dockerfile in ("Dockerfile", "Dockerfile.gpu"):
+        text = (REPOSITORY / dockerfile).read_text()
+        users = re.findall(r"^USER (\S+)", text, flags=re.MULTILINE)
+        assert users and users[-1] == "folio", dockerfile
+        assert "HEALTHCHECK" in text and "deploy/healthcheck.sh" in text, dockerfile
+        assert 'ENTRYPOINT ["/app/deploy/entrypoint.sh"]' in text, dockerfile
+
+
+def test_the_secrets_folder_is_kept_out_of_git():
+    result = subprocess.run(
+        ["git", "check-ignore", "-q", ".secrets/folio_secret_key"], cwd=REPOSITORY
+    )
+    assert result.returncode == 0
+
+
+def test_the_image_lock_pins_exactly_the_versions_pyproject_asks_for():
+    lock = {}
+    for line in (REPOSITORY / "deploy" / "requirements.lock").read_text().splitlines():
+        if match := re.match(r"^([a-z0-9-]+)==(\S+) \\$", line):
+            lock[match[1]] = match[2]
+    with (REPOSITORY / "pyproject.toml").open("rb") as handle:
+        dependencies = tomllib.load(handle)["project"]["dependencies"]
+    for requirement in dependencies:
+        name, version = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)$", requirement).groups()
+        assert lock.get(re.sub(r"[-_.]+", "-", name).lower()) == version, requirement
+    hashes = (REPOSITORY / "deploy" / "requirements.lock").read_text().count("--hash=sha256:")
+    assert hashes == len(lock)
+
+
+# --- retention's folder deletion and the reaper's lost nodes ---------------------------------
+
+
+def test_a_stored_folder_is_deleted_with_everything_under_it(settings, tmp_path):
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from webapp.core.storage import tree_delete
+
+    job = uuid.uuid4()
+    for name in ("figures/page-0001-figure-1.png", "pages/page-0001.png", "pages/page-0002.png"):
+        default_storage.save(f"results/{job}/{name}", ContentFile(b"bytes"))
+    default_storage.save("results/another-job/figures/x.png", ContentFile(b"kept"))
+
+    assert tree_delete(f"results/{job}") == 3
+
+    assert not (Path(settings.MEDIA_ROOT) / "results" / str(job)).exists()
+    assert default_storage.exists("results/another-job/figures/x.png")
+    assert tree_delete(f"results/{job}") == 0
+
+
+@pytest.mark.django_db
+def test_a_node_missing_from_pings_long_enough_loses_its_pages_to_the_others(api, settings):
+    from django.core.cache import cache
+
+    from tests import documents
+    from tests.test_lifecycle import post_job
+    from webapp.jobs import liveness, services
+    from webapp.jobs.models import Page
+
+    settings.FOLIO_WORKER_LOST_SECONDS = 30
+    cache.delete_many([f"node-missing:worker@{host}" for host in ("gone", "alive")])
+    job_id = post_job(api, documents.born_digital_pdf(), "report.pdf").json()["id"]
+    first, second, third = Page.objects.filter(job_id=job_id).order_by("number")
+    services.page_claim(page_id=first.pk, task_id=str(first.task_id), worker="worker@gone:7")
+    services.page_claim(page_id=second.pk, task_id=str(second.task_id), worker="worker@alive:8")
+    live = {"worker@alive", "beat@beat-1"}
+
+    assert liveness.lost_nodes(live=live, now=1000.0) == set()  # one missed round
+    assert liveness.lost_nodes(live=live, now=1020.0) == set()
+    assert liveness.lost_nodes(live=live, now=1031.0) == {"worker@gone"}
+    assert liveness.lost_nodes(live=set(), now=1031.0) == set()  # nobody answered: no verdict
+
+    reaped = services.pages_reap(
+        stuck_after=timedelta(hours=1), unsent_after=timedelta(hours=1), lost_nodes={"worker@gone"}
+    )
+
+    assert reaped == 1
+    old_task_id = first.task_id
+    first.refresh_from_db()
+    second.refresh_from_db()
+    third.refresh_from_db()
+    assert first.status == Page.Status.QUEUED and first.task_id != old_task_id
+    assert second.status == Page.Status.RUNNING  # its node answers
+    assert third.status == Page.Status.QUEUED

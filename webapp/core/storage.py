@@ -1,0 +1,116 @@
+"""What the processes ask of the file storage besides reading and writing files: is it there
+(start-up and readiness), make the bucket (first start), delete a folder (retention)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+
+
+class StorageUnavailable(Exception):
+    """The configured storage cannot be used; the message says which setting to look at."""
+
+
+def storage_describe() -> str:
+    if settings.FOLIO_STORAGE == "s3":
+        endpoint = default_storage.endpoint_url or "AWS S3"
+        return f"bucket {default_storage.bucket_name!r} at {endpoint}"
+    return f"folder {settings.MEDIA_ROOT}"
+
+
+def storage_probe() -> None:
+    """Raise ``StorageUnavailable`` unless files can be stored now."""
+    if settings.FOLIO_STORAGE == "s3":
+        _bucket_probe()
+    else:
+        _folder_probe(Path(settings.MEDIA_ROOT))
+
+
+def _bucket_probe() -> None:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    client = default_storage.connection.meta.client
+    try:
+        client.head_bucket(Bucket=default_storage.bucket_name)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NoSuchBucket", "NotFound"):
+            raise StorageUnavailable(
+                f"the bucket FOLIO_S3_BUCKET={default_storage.bucket_name!r} does not exist "
+                f"(the migrate step creates it when FOLIO_S3_CREATE_BUCKET=1)"
+            ) from exc
+        if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
+            raise StorageUnavailable(
+                f"access to bucket {default_storage.bucket_name!r} was refused ({code}): "
+                "check FOLIO_S3_ACCESS_KEY and FOLIO_S3_SECRET_KEY"
+            ) from exc
+        raise StorageUnavailable(f"{storage_describe()}: {exc}") from exc
+    except BotoCoreError as exc:
+        raise StorageUnavailable(
+            f"{storage_describe()} cannot be reached (FOLIO_S3_ENDPOINT_URL): {exc}"
+        ) from exc
+
+
+def _folder_probe(folder: Path) -> None:
+    # Writing a file is the only honest test: a volume mounted over the folder may belong to
+    # another user, and os.access() answers yes to root whatever the owner.
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise StorageUnavailable(
+            f"FOLIO_MEDIA_ROOT={str(folder)!r} is not writable by this process "
+            f"(uid {os.getuid()}): {exc.strerror}"
+        ) from exc
+
+
+def bucket_ensure() -> bool:
+    """Create the bucket when it does not exist; ``True`` if it was created."""
+    from botocore.exceptions import ClientError
+
+    client = default_storage.connection.meta.client
+    try:
+        client.head_bucket(Bucket=default_storage.bucket_name)
+        return False
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+    region = default_storage.region_name
+    config = (
+        {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        if region and region != "us-east-1"
+        else {}
+    )
+    try:
+        client.create_bucket(Bucket=default_storage.bucket_name, **config)
+    except ClientError as exc:
+        # Another process made it between our look and our create.
+        if exc.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":
+            raise
+        return False
+    return True
+
+
+def tree_delete(prefix: str) -> int:
+    """Delete every file under ``prefix`` (a folder of the storage); the count deleted."""
+    try:
+        folders, files = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return 0
+    deleted = 0
+    for name in files:
+        default_storage.delete(f"{prefix}/{name}")
+        deleted += 1
+    for folder in folders:
+        deleted += tree_delete(f"{prefix}/{folder}")
+    if settings.FOLIO_STORAGE == "filesystem":
+        # A bucket has no folders; a disk keeps empty ones unless they are removed.
+        with contextlib.suppress(OSError):
+            os.rmdir(default_storage.path(prefix))
+    return deleted
