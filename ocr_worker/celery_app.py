@@ -37,6 +37,10 @@ app.conf.update(
     task_soft_time_limit=settings.FOLIO_PAGE_SOFT_TIME_LIMIT,
     task_time_limit=settings.FOLIO_PAGE_TIME_LIMIT,
     worker_max_tasks_per_child=settings.FOLIO_WORKER_MAX_TASKS_PER_CHILD or None,
+    # A new prefork child loads its engine before it reports up (engines.py); Celery's 4 s
+    # default killed replacement children on a busy host while they loaded (20 s and more),
+    # over and over, and the queue stalled.
+    worker_proc_alive_timeout=120.0,
     worker_hijack_root_logger=False,
     beat_schedule={
         "reap-pages": {"task": "folio.reap_pages", "schedule": float(settings.FOLIO_REAP_SECONDS)},

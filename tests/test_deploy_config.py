@@ -223,3 +223,55 @@ def test_a_node_missing_from_pings_long_enough_loses_its_pages_to_the_others(api
     assert first.status == Page.Status.QUEUED and first.task_id != old_task_id
     assert second.status == Page.Status.RUNNING  # its node answers
     assert third.status == Page.Status.QUEUED
+
+
+# --- Kubernetes manifests ----------------------------------------------------------------------
+
+KUBERNETES = REPOSITORY / "deploy" / "kubernetes"
+
+
+def manifests() -> list[dict]:
+    listed = yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())["resources"]
+    return [doc for name in listed for doc in yaml.safe_load_all((KUBERNETES / name).read_text())]
+
+
+def test_the_kubernetes_objects_validate_against_the_api_schemas():
+    import kubernetes_validate
+
+    checked = 0
+    for doc in manifests():
+        if doc["apiVersion"].startswith("keda.sh/"):
+            continue  # a custom resource: checked below
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+        checked += 1
+    assert checked >= 7
+
+
+def test_each_autoscaler_reads_the_queue_its_deployment_consumes():
+    """KEDA's `redis` trigger (Redis Lists scaler): address host:port, listName, listLength;
+    Celery keeps a queue's waiting messages in a Redis list named after the queue."""
+    from webapp.jobs.queueing import engine_queue
+
+    docs = manifests()
+    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
+    scalers = [d for d in docs if d["kind"] == "ScaledObject"]
+    assert {s["spec"]["scaleTargetRef"]["name"] for s in scalers} == {
+        "folio-worker",
+        "folio-gpu-worker",
+    }
+    for scaler in scalers:
+        assert scaler["apiVersion"] == "keda.sh/v1alpha1"
+        spec = scaler["spec"]
+        target = deployments[spec["scaleTargetRef"]["name"]]
+        [container] = target["spec"]["template"]["spec"]["containers"]
+        env = {item["name"]: item.get("value") for item in container.get("env", [])}
+        [trigger] = spec["triggers"]
+        assert trigger["type"] == "redis"
+        metadata = trigger["metadata"]
+        assert metadata["listName"] == env["FOLIO_WORKER_QUEUES"]
+        assert metadata["listName"] in {engine_queue("local"), engine_queue("jina-ocr-v1")}
+        assert re.fullmatch(r"[\w.-]+:\d+", metadata["address"])
+        assert int(metadata["listLength"]) > 0 and isinstance(metadata["listLength"], str)
+        assert 0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
+        # A pod told to stop finishes its pages: the grace period outlasts the page limit.
+        assert target["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > 330
