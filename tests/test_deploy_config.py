@@ -163,7 +163,9 @@ def test_the_image_lock_pins_exactly_the_versions_pyproject_asks_for():
         dependencies = tomllib.load(handle)["project"]["dependencies"]
     for requirement in dependencies:
         name, version = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)$", requirement).groups()
-        assert lock.get(re.sub(r"[-_.]+", "-", name).lower()) == version, requirement
+        assert lock.get(re.sub(r"[-_.]+", "-", name).lower()) == version, (
+            f"{requirement} is not in deploy/requirements.lock: run `python deploy/lock.py`"
+        )
     hashes = (REPOSITORY / "deploy" / "requirements.lock").read_text().count("--hash=sha256:")
     assert hashes == len(lock)
 
