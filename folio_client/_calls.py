@@ -141,6 +141,14 @@ def result_json(job_id: str) -> Call:
     return Call("GET", f"/v1/jobs/{job_id}/result", headers={"Accept": "application/json"})
 
 
+def result_format(job_id: str, fmt: str, **params: Any) -> Call:
+    """The result as ``blocks``, ``chunks`` (JSON), ``pdf`` or ``markdown`` (with options such
+    as ``max_tokens`` or ``page_markers``; None leaves one out)."""
+    query = {"format": fmt, **{k: v for k, v in params.items() if v is not None}}
+    accept = {"pdf": "application/pdf", "markdown": "text/markdown"}.get(fmt, "application/json")
+    return Call("GET", f"/v1/jobs/{job_id}/result", params=query, headers={"Accept": accept})
+
+
 def jobs(
     *,
     status: str | list[str] | None,

@@ -143,6 +143,25 @@ class AsyncClient:
     async def result(self, job_id: str) -> JobResult:
         return _calls.parse_result(await self._send(_calls.result_json(job_id)))
 
+    async def result_blocks(self, job_id: str) -> dict[str, Any]:
+        """Every page's layout blocks: type, Markdown, box in points (origin top-left)."""
+        return (await self._send(_calls.result_format(job_id, "blocks"))).json()
+
+    async def result_chunks(self, job_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Heading-aware chunks, each with its heading path, pages and boxes."""
+        call = _calls.result_format(job_id, "chunks", max_tokens=max_tokens)
+        return (await self._send(call)).json()
+
+    async def result_pdf(self, job_id: str) -> bytes:
+        """The searchable PDF: scans with an invisible text layer, born-digital pages as is."""
+        return (await self._send(_calls.result_format(job_id, "pdf"))).content
+
+    async def result_markdown_with_markers(self, job_id: str, *, marker: str | None = None) -> str:
+        """The joined Markdown with a marker line before each page (``<!-- page 3 -->``, or
+        ``marker`` with ``{page}`` in it)."""
+        call = _calls.result_format(job_id, "markdown", page_markers="true", page_marker=marker)
+        return (await self._send(call)).text
+
     async def convert(
         self, file: FileSource, *, timeout: float | None = None, **options: Any
     ) -> str:

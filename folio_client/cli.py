@@ -1,7 +1,8 @@
 """``folio``: the command-line client.
 
-    folio convert PATH... [-o OUT] [--pages 1-3,7] [--engine NAME] [--format md|json]
-                          [--concurrency N] [--force] [--quiet] [--json]
+    folio convert PATH... [-o OUT] [--pages 1-3,7] [--engine NAME]
+                          [--format md|json|blocks|chunks|pdf] [--concurrency N]
+                          [--force] [--quiet] [--json]
     folio jobs list|show|wait|cancel
     folio engines
     folio health
@@ -66,7 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("-o", "--out", type=Path, help="write under OUT, mirroring the tree")
     convert.add_argument("--pages", help="pages of every file, e.g. 1-3,7 (default: all)")
     convert.add_argument("--engine", help="engine name (see `folio engines`)")
-    convert.add_argument("--format", choices=["md", "json"], default="md", dest="fmt")
+    convert.add_argument(
+        "--format",
+        choices=["md", "json", "blocks", "chunks", "pdf"],
+        default="md",
+        dest="fmt",
+        help="md (joined Markdown), json (per page), blocks (layout blocks with boxes), "
+        "chunks (for retrieval, with provenance), pdf (searchable PDF: NAME.searchable.pdf)",
+    )
     convert.add_argument("--concurrency", type=_positive, default=4, help="files in flight")
     convert.add_argument("--force", action="store_true", help="convert files already done")
     convert.add_argument("-q", "--quiet", action="store_true", help="no progress display")

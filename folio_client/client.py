@@ -164,6 +164,24 @@ class Client:
     def result(self, job_id: str) -> JobResult:
         return _calls.parse_result(self._send(_calls.result_json(job_id)))
 
+    def result_blocks(self, job_id: str) -> dict[str, Any]:
+        """Every page's layout blocks: type, Markdown, box in points (origin top-left)."""
+        return self._send(_calls.result_format(job_id, "blocks")).json()
+
+    def result_chunks(self, job_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
+        """Heading-aware chunks, each with its heading path, pages and boxes."""
+        return self._send(_calls.result_format(job_id, "chunks", max_tokens=max_tokens)).json()
+
+    def result_pdf(self, job_id: str) -> bytes:
+        """The searchable PDF: scans with an invisible text layer, born-digital pages as is."""
+        return self._send(_calls.result_format(job_id, "pdf")).content
+
+    def result_markdown_with_markers(self, job_id: str, *, marker: str | None = None) -> str:
+        """The joined Markdown with a marker line before each page (``<!-- page 3 -->``, or
+        ``marker`` with ``{page}`` in it)."""
+        call = _calls.result_format(job_id, "markdown", page_markers="true", page_marker=marker)
+        return self._send(call).text
+
     def convert(self, file: FileSource, *, timeout: float | None = None, **options: Any) -> str:
         """Submit, wait and answer the Markdown (failed pages are notes in it)."""
         job = self.wait(self.submit(file, **options).id, timeout=timeout)

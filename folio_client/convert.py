@@ -68,12 +68,12 @@ class Run:
     wall_seconds: float = 0.0
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def _write_atomically(path: Path, content: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -81,10 +81,15 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-async def _output_text(client: AsyncClient, job: Job, fmt: str) -> str:
+async def _output_text(client: AsyncClient, job: Job, fmt: str) -> str | bytes:
     if fmt == "json":
         result = await client.result(job.id)
         return json.dumps(result.raw, ensure_ascii=False, indent=2) + "\n"
+    if fmt in ("blocks", "chunks"):
+        fetch = client.result_blocks if fmt == "blocks" else client.result_chunks
+        return json.dumps(await fetch(job.id), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "pdf":
+        return await client.result_pdf(job.id)
     text = await client.result_markdown(job.id)
     return text if text.endswith("\n") else text + "\n"
 

@@ -3,7 +3,8 @@
 Folders are walked recursively and only files with a document's extension are taken (a file
 named on the command line is always taken: the server judges it by its content). Outputs go
 next to each input, or under ``-o OUT`` mirroring each folder argument's tree; ``report.pdf``
-becomes ``report.md`` (``report.json``), or ``report.pdf.md`` when another input of the same
+becomes ``report.md`` (``report.json``, ``report.blocks.json``, ``report.chunks.json``,
+``report.searchable.pdf``), or ``report.pdf.md`` when another input of the same
 stem would write the same file.
 """
 
@@ -15,6 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DOCUMENT_SUFFIXES = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"})
+# What each ``--format`` writes in place of the input's extension. The searchable PDF is
+# ``NAME.searchable.pdf`` so that it never overwrites its input, and a folder walk leaves it
+# out (it is this tool's output, not a document to convert again).
+OUTPUT_SUFFIXES = {
+    "md": ".md",
+    "json": ".json",
+    "blocks": ".blocks.json",
+    "chunks": ".chunks.json",
+    "pdf": ".searchable.pdf",
+}
 
 
 class PlanError(Exception):
@@ -32,7 +43,11 @@ class Item:
     def partial_output(self) -> Path:
         """Where a partially failed file's pages go, so that they are not lost and the next
         run still tries the file again."""
-        return self.output.with_name(f"{self.output.stem}.partial{self.output.suffix}")
+        name, suffix = self.output.name, self.output.suffix
+        for known in OUTPUT_SUFFIXES.values():
+            if name.endswith(known):
+                suffix = known
+        return self.output.with_name(f"{name[: -len(suffix)]}.partial{suffix}")
 
     def is_fresh(self) -> bool:
         """Done by an earlier run: the output exists and is not older than the input."""
@@ -49,7 +64,9 @@ def _walk(folder: Path) -> list[Path]:
         found += [
             Path(root, name)
             for name in sorted(files)
-            if not name.startswith(".") and Path(name).suffix.lower() in DOCUMENT_SUFFIXES
+            if not name.startswith(".")
+            and Path(name).suffix.lower() in DOCUMENT_SUFFIXES
+            and not name.lower().endswith(OUTPUT_SUFFIXES["pdf"])
         ]
     return found
 
@@ -68,7 +85,7 @@ def _inputs(paths: list[Path]) -> list[tuple[Path, Path]]:
 
 
 def plan(paths: list[Path], *, out: Path | None, fmt: str) -> list[Item]:
-    suffix = ".json" if fmt == "json" else ".md"
+    suffix = OUTPUT_SUFFIXES[fmt]
     pairs = _inputs(paths)
     seen: set[Path] = set()
     unique = []

@@ -297,3 +297,26 @@ def test_the_client_imports_no_part_of_the_service():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert json.loads(done.stdout) == []
+
+
+def test_convert_writes_blocks_chunks_and_a_searchable_pdf_beside_the_input(
+    folio, worker, tmp_path
+):
+    import pymupdf
+
+    root = tmp_path / "in"
+    put(root, "scan.pdf", documents.scanned_pdf())
+    put(root, "report.pdf", documents.born_digital_pdf())
+    for fmt in ("blocks", "chunks", "pdf"):
+        code, stdout, _ = folio("convert", str(root), "--format", fmt, "--json")
+        assert code == 0 and json.loads(stdout)["converted"] == 2, stdout
+    blocks = json.loads((root / "scan.blocks.json").read_text())
+    assert blocks["pages"][0]["source"] == "ocr" and blocks["pages"][0]["blocks"]
+    chunks = json.loads((root / "report.chunks.json").read_text())
+    assert {page for chunk in chunks["chunks"] for page in chunk["pages"]} == {1, 2, 3}
+    searchable = pymupdf.open(root / "scan.searchable.pdf")
+    assert "Marlow" in searchable[0].get_text()
+    # The searchable PDFs are outputs, not inputs: a new run over the folder skips them.
+    code, stdout, _ = folio("convert", str(root), "--json")
+    assert code == 0 and json.loads(stdout)["converted"] == 2
+    assert not (root / "scan.searchable.md").exists()

@@ -17,6 +17,20 @@ class MarkdownRenderer(BaseRenderer):
         return _as_json(data, renderer_context)
 
 
+class PdfRenderer(BaseRenderer):
+    """``application/pdf`` for a result asked for as a PDF (the view answers the bytes
+    itself); errors go out as JSON."""
+
+    media_type = "application/pdf"
+    format = "pdf"
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, bytes):
+            return data
+        return _as_json(data, renderer_context)
+
+
 class AnyMediaJSONRenderer(BaseRenderer):
     """Accepts any ``Accept`` (text/plain, text/event-stream, …) so that content negotiation
     never refuses a request before the view runs; the view answers in the asked format, and

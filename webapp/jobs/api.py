@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.errors import ApiError, bad_parameter, conflict
-from webapp.core.renderers import MarkdownRenderer
+from webapp.core.renderers import MarkdownRenderer, PdfRenderer
 from webapp.core.schema import results_of
 from webapp.jobs import outputs, selectors, services
 from webapp.jobs.errors import submission_api_error
@@ -163,7 +163,7 @@ class ResultNegotiation(DefaultContentNegotiation):
 
 
 class JobResultView(APIView):
-    renderer_classes = [MarkdownRenderer, JSONRenderer]
+    renderer_classes = [MarkdownRenderer, JSONRenderer, PdfRenderer]
     content_negotiation_class = ResultNegotiation
 
     @extend_schema(
@@ -212,9 +212,8 @@ class JobResultView(APIView):
                 f"job {job.id} is {job.status} ({job.pages_done + job.pages_failed} of "
                 f"{job.pages_total} pages finished); poll {poll}"
             )
-        kind = params.get("format") or (
-            "markdown" if request.accepted_renderer.format == "md" else "json"
-        )
+        by_accept = {"md": "markdown", "pdf": "pdf"}
+        kind = params.get("format") or by_accept.get(request.accepted_renderer.format, "json")
         if kind == "blocks":
             return Response(outputs.job_blocks(job=job))
         if kind == "chunks":
