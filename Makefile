@@ -3,15 +3,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench test-vllm wheels
+.PHONY: run test test-fast lint bench test-vllm wheels
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Reinstall when the dependency list changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# The client is a distribution of its own (folio_client/pyproject.toml), installed beside.
+$(VENV)/.installed: pyproject.toml folio_client/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e . -e ./folio_client
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
@@ -23,6 +24,10 @@ run: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m tests.stack $(PYTEST_ARGS)
+
+# The edit-run loop: every test not marked slow (no worker processes, no browser).
+test-fast: $(VENV)/.installed-test
+	FOLIO_TEST_TIER=fast $(BIN)/python -m tests.stack -m "not slow" $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -78,6 +78,7 @@ def job_count() -> int:
     return Job.objects.count()
 
 
+@pytest.mark.slow
 def test_a_folder_tree_is_converted_into_a_mirrored_tree_and_a_second_run_skips_it_all(
     folio, worker, tree, tmp_path
 ):
@@ -123,6 +124,7 @@ def test_a_folder_tree_is_converted_into_a_mirrored_tree_and_a_second_run_skips_
     ]
 
 
+@pytest.mark.slow
 def test_a_corrupt_file_fails_with_its_reason_while_the_others_succeed_and_the_exit_code_says_so(
     folio, worker, tmp_path
 ):
@@ -151,6 +153,7 @@ def test_a_corrupt_file_fails_with_its_reason_while_the_others_succeed_and_the_e
     assert "damaged" in next(r["reason"] for r in summary["results"] if r["status"] == "failed")
 
 
+@pytest.mark.slow
 def test_a_server_answering_429_with_retry_after_is_waited_out_not_hammered(
     folio, live_server, worker, tmp_path
 ):
@@ -176,6 +179,7 @@ def test_a_server_answering_429_with_retry_after_is_waited_out_not_hammered(
     assert min(retries) >= 0.95, retries
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
 def test_real_pdfs_from_the_shared_corpus_are_converted(folio, worker, tmp_path):
     root = tmp_path / "corpus"
@@ -192,6 +196,7 @@ def test_real_pdfs_from_the_shared_corpus_are_converted(folio, worker, tmp_path)
         assert len(markdown.split()) > 5
 
 
+@pytest.mark.slow
 def test_jobs_engines_and_health_answer_from_the_server(folio, live_server, key, worker, tmp_path):
     from folio_client import Client
 
@@ -213,6 +218,7 @@ def test_jobs_engines_and_health_answer_from_the_server(folio, live_server, key,
     assert code == 0 and health["ready"] and "local" in health["checks"]["workers"]["engines"]
 
 
+@pytest.mark.slow
 def test_the_console_script_converts_a_file_with_its_settings_from_the_environment(
     live_server, key, worker, tmp_path
 ):
@@ -230,6 +236,7 @@ def test_the_console_script_converts_a_file_with_its_settings_from_the_environme
     assert "invoice" in (tmp_path / "page.md").read_text().lower()
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_cancels_the_jobs_it_had_in_flight_and_exits_130(
     live_server, key, worker, tmp_path
 ):
@@ -299,6 +306,7 @@ def test_the_client_imports_no_part_of_the_service():
     assert json.loads(done.stdout) == []
 
 
+@pytest.mark.slow
 def test_convert_writes_blocks_chunks_and_a_searchable_pdf_beside_the_input(
     folio, worker, tmp_path
 ):

@@ -70,6 +70,7 @@ def create_api_key(env: dict) -> str:
     return output.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_embedded_service_turns_a_pdf_into_markdown(embedded_service):
     base_url, env = embedded_service
     headers = {"Authorization": f"Bearer {create_api_key(env)}"}

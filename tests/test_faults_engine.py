@@ -74,6 +74,7 @@ def _blank_pdf(pages: int) -> bytes:
 # --- engines that fail -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_an_engine_that_crashes_fails_the_page_with_a_reason_and_the_job_ends(api, fault_worker):
     job = wait_for_job(api, submit_to(api, "fault-crash", pages=2), timeout=60)
 
@@ -84,6 +85,7 @@ def test_an_engine_that_crashes_fails_the_page_with_a_reason_and_the_job_ends(ap
         assert page["attempts"] == 1  # a bug is not retried into a loop
 
 
+@pytest.mark.slow
 def test_an_engine_that_refuses_a_page_passes_its_reason_on(api, fault_worker):
     job = wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)
 
@@ -91,6 +93,7 @@ def test_an_engine_that_refuses_a_page_passes_its_reason_on(api, fault_worker):
     assert job["pages"][0]["error"] == "page 1: the model cannot read this script"
 
 
+@pytest.mark.slow
 def test_an_engine_that_hangs_is_stopped_at_the_page_time_limit_saying_so(api, fault_worker):
     started = time.monotonic()
     job = wait_for_job(api, submit_to(api, "fault-hang"), timeout=60)
@@ -103,6 +106,7 @@ def test_an_engine_that_hangs_is_stopped_at_the_page_time_limit_saying_so(api, f
     assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
 
 
+@pytest.mark.slow
 def test_a_page_of_runaway_repetition_is_flagged_for_review_not_silently_accepted(
     api, fault_worker
 ):
@@ -116,6 +120,7 @@ def test_a_page_of_runaway_repetition_is_flagged_for_review_not_silently_accepte
 # --- a worker told to stop -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_worker_stopped_gracefully_mid_job_finishes_its_page_and_the_job_completes(api):
     purge_queues("ocr.local", "folio")
     first = WorkerProcess(concurrency=1).start()
@@ -172,6 +177,7 @@ def test_a_database_lost_during_a_submission_is_a_clean_503_and_nothing_half_wri
     assert again.status_code == 202, again.content
 
 
+@pytest.mark.slow
 def test_a_worker_whose_engine_cannot_load_stops_instead_of_taking_pages():
     env = {"FOLIO_EXTRA_ENGINES": "fault-broken-load=tests.fault_engines:BrokenLoadEngine"}
     worker = WorkerProcess(queues=engine_queue("fault-broken-load"), pool="threads", env=env)

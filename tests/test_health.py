@@ -10,6 +10,7 @@ def test_healthz_answers_while_the_process_is_up(client):
     assert response.json() == {"status": "ok"}
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_readyz_names_the_engines_that_live_workers_serve(client, worker):
     response = client.get("/readyz")

@@ -169,6 +169,7 @@ def test_a_polyglot_or_a_lying_extension_is_read_as_what_its_bytes_are(api, make
     assert response.json()["document"]["page_count"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_markup_in_a_document_comes_back_as_inert_markdown_text(api, worker):
     job_id = post_jobs(api, hostile.markup_pdf(), "markup.pdf").json()["id"]
@@ -185,6 +186,7 @@ def test_markup_in_a_document_comes_back_as_inert_markdown_text(api, worker):
     assert pages["X-Content-Type-Options"] == "nosniff"
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_truncated_pdf_reaches_a_final_state_and_each_failed_page_says_why(api, worker):
     response = post_jobs(api, hostile.truncated_pdf(), "truncated.pdf")

@@ -38,6 +38,7 @@ def assert_in_order(text: str, fragments) -> None:
         position = found + len(fragment)
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_born_digital_pdf_comes_back_as_markdown_with_its_table_in_order(api, worker):
     job, markdown = finished_markdown(api, documents.born_digital_pdf(), "report.pdf")
@@ -53,6 +54,7 @@ def test_a_born_digital_pdf_comes_back_as_markdown_with_its_table_in_order(api, 
     assert job["usage"]["output_tokens"] > 0
 
 
+@pytest.mark.slow
 @with_worker
 @pytest.mark.parametrize(
     ("make", "name"),
@@ -70,6 +72,7 @@ def test_a_scanned_page_is_read_by_ocr(api, worker, make, name):
         assert word.lower() in markdown.lower()
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_page_selection_picks_pages_of_a_multi_page_tiff(api, worker):
     job, markdown = finished_markdown(api, documents.multipage_tiff(2), "bundle.tiff", pages="2")
@@ -80,6 +83,7 @@ def test_a_page_selection_picks_pages_of_a_multi_page_tiff(api, worker):
     assert "invoice" not in markdown.lower()
 
 
+@pytest.mark.slow
 @with_worker
 def test_the_json_result_has_each_page_with_tokens_and_timings(api, worker):
     response = submit(
@@ -100,6 +104,7 @@ def test_the_json_result_has_each_page_with_tokens_and_timings(api, worker):
     assert body["usage"]["output_tokens"] == sum(page["output_tokens"] for page in body["pages"])
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_submission_answers_202_with_the_job_and_its_links(api, worker):
     response = submit(api, documents.png_page(), "page.png")

@@ -172,6 +172,7 @@ def test_cancelling_in_the_middle_keeps_what_was_done_and_lets_the_running_page_
     assert "already ended" in again.json()["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_multi_page_job_cancelled_while_workers_run_ends_cancelled_with_its_pages_kept(
     api, worker

@@ -32,6 +32,7 @@ def image_message(data: bytes, mime_type: str = "image/png") -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_a_chat_completion_reads_the_image_and_counts_tokens(client, worker):
     completion = client.chat.completions.create(
         model="local", messages=image_message(documents.png_page())
@@ -48,6 +49,7 @@ def test_a_chat_completion_reads_the_image_and_counts_tokens(client, worker):
     )
 
 
+@pytest.mark.slow
 def test_a_streamed_completion_arrives_in_chunks_that_add_up(client, worker):
     stream = client.chat.completions.create(
         model="local",
@@ -65,6 +67,7 @@ def test_a_streamed_completion_arrives_in_chunks_that_add_up(client, worker):
     )
 
 
+@pytest.mark.slow
 def test_models_lists_the_engines_that_workers_serve(client, worker):
     assert "local" in [model.id for model in client.models.list()]
 

@@ -31,6 +31,7 @@ def result(client, job: dict, **query):
     return client.get(f"/v1/jobs/{job['id']}/result", query, HTTP_ACCEPT="application/json")
 
 
+@pytest.mark.slow
 @with_worker
 def test_blocks_chunks_markers_and_pdf_of_a_born_digital_pdf(api, worker):
     data = documents.born_digital_pdf()
@@ -91,6 +92,7 @@ def test_blocks_chunks_markers_and_pdf_of_a_born_digital_pdf(api, worker):
         assert out[index].get_text("words") == source[index].get_text("words")
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_scan_comes_back_as_a_searchable_pdf_with_its_words_in_place(api, worker):
     from pdfminer.high_level import extract_text
@@ -118,6 +120,7 @@ def test_a_scan_comes_back_as_a_searchable_pdf_with_its_words_in_place(api, work
     assert out[0].get_images() and len(pdf.getvalue()) < 2 * len(data)
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_cache_hit_keeps_its_layout(api, worker):
     data = documents.png_page()

@@ -32,6 +32,7 @@ def submit(client, data: bytes, name: str, **fields):
     )
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_page_with_ink_and_no_text_needs_review_in_the_api_and_the_webhook(api, worker):
     response = submit(api, _text_and_ink_pdf(), "two.pdf")

@@ -59,6 +59,7 @@ def sse_frames(response) -> list[tuple[str, dict]]:
 # --- with a worker -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_posted_pdf_comes_back_in_the_json_envelope(api, worker):
     response = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="application/json")
@@ -75,6 +76,7 @@ def test_a_posted_pdf_comes_back_in_the_json_envelope(api, worker):
     assert body["meta"]["usage"]["tokens"] == data["usage"]["tokens"]
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_base64_pdf_in_a_json_body_with_x_page_reads_one_page(api, worker):
     pdf = base64.b64encode(documents.born_digital_pdf()).decode()
@@ -89,6 +91,7 @@ def test_a_base64_pdf_in_a_json_body_with_x_page_reads_one_page(api, worker):
     assert documents.BORN_DIGITAL_PAGE_MARKERS[2] not in content
 
 
+@pytest.mark.slow
 @with_worker
 def test_get_with_the_url_in_the_path_answers_in_readers_text_layout(
     api, worker, server, local_fetches
@@ -107,6 +110,7 @@ def test_get_with_the_url_in_the_path_answers_in_readers_text_layout(
     assert int(response["X-Usage-Tokens"]) > 0
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_posted_url_is_fetched_and_its_real_type_sniffed(api, worker, server, local_fetches):
     response = api.post(
@@ -117,6 +121,7 @@ def test_a_posted_url_is_fetched_and_its_real_type_sniffed(api, worker, server, 
     assert documents.BORN_DIGITAL_PAGE_MARKERS[0] in response.json()["data"]["content"]
 
 
+@pytest.mark.slow
 @with_worker
 def test_respond_with_text_drops_the_markdown(api, worker):
     response = post_file(
@@ -129,6 +134,7 @@ def test_respond_with_text_drops_the_markdown(api, worker):
     assert "\n#" not in content and not content.startswith("#")
 
 
+@pytest.mark.slow
 @with_worker
 def test_an_event_stream_sends_a_frame_per_page_and_ends_complete(api, worker):
     response = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="text/event-stream")
@@ -144,6 +150,7 @@ def test_an_event_stream_sends_a_frame_per_page_and_ends_complete(api, worker):
         assert marker in contents[-1]
 
 
+@pytest.mark.slow
 @with_worker
 def test_the_job_stops_at_its_token_budget(api, worker):
     response = post_file(

@@ -145,6 +145,7 @@ def write(folder: Path, name: str, data: bytes) -> Path:
     return path
 
 
+@pytest.mark.slow
 @with_server
 def test_a_file_is_submitted_waited_for_and_read_back_as_markdown_and_as_pages(
     folio, worker, tmp_path
@@ -181,6 +182,7 @@ class ReadRecorder:
         return getattr(self.file, name)
 
 
+@pytest.mark.slow
 @with_server
 def test_an_upload_is_streamed_from_the_file_in_chunks_never_read_whole(folio, worker, tmp_path):
     # Bytes after %%EOF are ignored by PDF readers: a 1 MiB file that is quick to read.
@@ -194,6 +196,7 @@ def test_an_upload_is_streamed_from_the_file_in_chunks_never_read_whole(folio, w
     assert all(0 < size <= 64 * 1024 for size in recorder.reads)
 
 
+@pytest.mark.slow
 @with_server
 def test_the_async_client_keeps_several_jobs_in_flight(live_server, key, worker, tmp_path):
     report = write(tmp_path, "report.pdf", documents.born_digital_pdf())
@@ -214,6 +217,7 @@ def test_the_async_client_keeps_several_jobs_in_flight(live_server, key, worker,
     assert "invoice" in scan.lower()
 
 
+@pytest.mark.slow
 @with_server
 def test_a_document_at_a_url_is_fetched_by_the_server_and_followed_as_a_job(folio, worker):
     from django.test import override_settings
@@ -228,6 +232,7 @@ def test_a_document_at_a_url_is_fetched_by_the_server_and_followed_as_a_job(foli
     assert documents.BORN_DIGITAL_PAGE_MARKERS[1] in folio.result_markdown(job.id)
 
 
+@pytest.mark.slow
 @with_server
 def test_jobs_are_listed_newest_first_page_by_page_and_usage_adds_up(folio, worker, tmp_path):
     report = write(tmp_path, "report.pdf", documents.born_digital_pdf())
@@ -245,6 +250,7 @@ def test_jobs_are_listed_newest_first_page_by_page_and_usage_adds_up(folio, work
     assert usage.tokens == sum(job.usage.tokens for job in finished) > 0
 
 
+@pytest.mark.slow
 @with_server
 def test_a_running_job_can_be_cancelled_and_its_result_is_a_conflict_until_it_ends(
     folio, worker, tmp_path
@@ -280,6 +286,7 @@ def test_server_errors_arrive_as_typed_exceptions_with_the_readers_status_and_me
     assert corrupt.value.message in str(corrupt.value)
 
 
+@pytest.mark.slow
 @with_server
 def test_a_429_with_retry_after_is_waited_out_and_not_hammered(proxy, key, worker, tmp_path):
     proxy.script += ["429:1", "429:1"]
@@ -307,6 +314,7 @@ def test_a_retry_after_longer_than_the_client_waits_is_raised_at_once_with_its_d
     assert len(proxy.requests_to("POST", "/v1/jobs")) == 1
 
 
+@pytest.mark.slow
 @with_server
 def test_a_submission_whose_answer_was_lost_is_sent_again_and_gives_back_the_same_job(
     proxy, key, worker, tmp_path

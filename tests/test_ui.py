@@ -97,6 +97,10 @@ def browser():
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
+    from tests.workers import refuse_in_the_fast_tier
+
+    refuse_in_the_fast_tier("drives a browser")
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM),
@@ -146,6 +150,7 @@ def wait_until_finished(page) -> None:
     page.wait_for_selector("#job[data-final=true]", timeout=90_000)
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 def test_a_person_creates_a_key_uploads_a_two_page_pdf_and_reads_both_pages(
@@ -213,6 +218,7 @@ def test_a_person_creates_a_key_uploads_a_two_page_pdf_and_reads_both_pages(
     shot(page, "jobs")
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 def test_files_are_checked_before_sending_and_the_servers_reason_is_shown_after(
@@ -256,6 +262,7 @@ def test_files_are_checked_before_sending_and_the_servers_reason_is_shown_after(
     assert Job.objects.count() == 0
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 def test_a_queued_job_can_be_cancelled_and_another_user_gets_a_404_for_it(
@@ -297,6 +304,7 @@ def hostile_pdf() -> bytes:
     return data
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 def test_a_hostile_document_renders_as_text_with_no_dialog_and_no_request(
@@ -325,6 +333,7 @@ def test_a_hostile_document_renders_as_text_with_no_dialog_and_no_request(
     shot(page, "hostile")
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 @LOCAL

@@ -53,6 +53,7 @@ def wait_for_delivery(delivery_filter: dict, *, timeout: float = 60) -> WebhookD
     raise TimeoutError(f"no finished delivery for {delivery_filter} after {timeout} s")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @LOCAL
 def test_a_receiver_that_fails_twice_gets_the_third_attempt_signed_with_the_job_and_its_link(
@@ -81,6 +82,7 @@ def test_a_receiver_that_fails_twice_gets_the_third_attempt_signed_with_the_job_
     assert [entry["id"] for entry in job_log] == [log["id"]]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @LOCAL
 def test_a_job_naming_a_webhook_url_announces_its_end_there(api, webhook_worker):

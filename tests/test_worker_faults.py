@@ -60,6 +60,7 @@ def empty_queues():
     purge_queues("ocr.local", "folio")
 
 
+@pytest.mark.slow
 def test_a_worker_process_killed_mid_page_is_replaced_and_the_page_redone(api):
     with WorkerProcess(concurrency=1) as worker:
         job_id = submit(api)
@@ -75,6 +76,7 @@ def test_a_worker_process_killed_mid_page_is_replaced_and_the_page_redone(api):
     assert_each_page_once(api, job_id)
 
 
+@pytest.mark.slow
 def test_a_whole_worker_killed_mid_page_leaves_its_page_to_the_next_worker(api):
     # The unacknowledged message comes back once its visibility timeout has passed.
     fast_redelivery = {"FOLIO_BROKER_VISIBILITY_TIMEOUT": "3"}
@@ -94,6 +96,7 @@ def test_a_whole_worker_killed_mid_page_leaves_its_page_to_the_next_worker(api):
     assert_each_page_once(api, job_id)
 
 
+@pytest.mark.slow
 def test_pages_whose_messages_an_emptied_broker_lost_are_sent_again(api):
     from datetime import timedelta
 

@@ -20,6 +20,19 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 LOG_DIR = REPOSITORY / "test-output" / "workers"
 
 
+# `make test-fast` sets it: the edit-run loop's tier, which starts no worker or browser.
+FAST_TIER = os.environ.get("FOLIO_TEST_TIER") == "fast"
+
+
+def refuse_in_the_fast_tier(what: str) -> None:
+    """A test that needs a worker process or a browser belongs to the slow tier: say so
+    instead of letting the fast tier grow slow."""
+    if FAST_TIER:
+        raise RuntimeError(
+            f"this test {what}: mark it @pytest.mark.slow (docs/ARCHITECTURE.md, Tests)"
+        )
+
+
 def test_database_url() -> str:
     """The URL of the database pytest-django made, for processes outside this one."""
     db = connection.settings_dict
@@ -55,6 +68,7 @@ class WorkerProcess:
         self.process: subprocess.Popen | None = None
 
     def start(self, *, timeout: float = 60) -> WorkerProcess:
+        refuse_in_the_fast_tier("starts a worker process")
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             self.command, env=self.env, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT,
