@@ -10,7 +10,7 @@ case "$role" in
 web)
     port="${target##*:}"
     exec python3 -c "import sys, urllib.request
-with urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=5) as r:
+with urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=10) as r:
     sys.exit(0 if r.status == 200 else 1)"
     ;;
 worker | beat)

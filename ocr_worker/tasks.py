@@ -89,7 +89,7 @@ def reap_pages() -> int:
     return services.pages_reap(
         stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
         unsent_after=timedelta(minutes=1),
-        lost_nodes=liveness.lost_nodes(live=liveness.live_nodes()),
+        lost_nodes=liveness.lost_nodes(),
     )
 
 

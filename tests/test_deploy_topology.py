@@ -182,11 +182,11 @@ from django.core.files.storage import default_storage
 def walk(folder):
     folders, files = default_storage.listdir(folder)
     for name in files:
-        yield f"{folder}/{name}"
+        yield f"{folder}/{name}".lstrip("/")
     for sub in folders:
-        yield from walk(f"{folder}/{sub}")
+        yield from walk(f"{folder}/{sub}".lstrip("/"))
 out = {}
-for name in walk("documents"):
+for name in walk(""):
     with default_storage.open(name, "rb") as handle:
         out[name] = hashlib.sha256(handle.read()).hexdigest()
 print(json.dumps(out))
@@ -194,12 +194,23 @@ print(json.dumps(out))
 
 
 def stored_files_seen_from(host: Host) -> dict[str, str]:
-    """Every stored document's SHA-256, as this host reads it through its own settings."""
+    """Every stored file's SHA-256 (documents, page images, figures), as this host reads it
+    through its own settings."""
     result = host.run(
         "python3", "-c", STORED_FILES_SCRIPT, timeout=240
     )  # passes through the entrypoint like `docker compose run worker python3 -c ...`
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def healthcheck(host: Host, *, retries: int = 1):
+    """deploy/healthcheck.sh in the host's environment; a failure is tried again up to
+    ``retries`` times, as Docker does (the images say --retries=3)."""
+    for _ in range(retries):
+        result = host.run("sh", str(REPOSITORY / "deploy" / "healthcheck.sh"), timeout=120)
+        if result.returncode == 0:
+            break
+    return result
 
 
 def test_a_service_missing_a_storage_setting_stops_at_start_naming_it(tmp_path):
@@ -278,7 +289,16 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
         assert endpoint.status_code == 201, endpoint.text
         secret = endpoint.json()["secret"]
 
+        # The images' HEALTHCHECK script, as Docker would run it in each container.
+        for host in (web, host_a):
+            check = healthcheck(host, retries=3)
+            assert check.returncode == 0, (host.hostname, check.stdout, check.stderr)
+
         # --- documents in and out: one worker host, then two -----------------------------
+        # A warm-up page first: a worker process's first page imports what loading did not.
+        warm_up_pdf = born_digital_copy("warm-up")
+        [warm_up] = submit_all(http, [("warm-up.pdf", warm_up_pdf)])
+        wait_for_jobs(http, [warm_up])
         one_host = [
             (f"one-{i}.pdf", born_digital_copy(f"one {i}")) for i in range(DOCUMENTS_PER_PHASE)
         ]
@@ -313,19 +333,23 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
 
         # Every stored byte is readable from either worker host, through its own settings,
         # and nothing landed on a host's local disk.
-        uploads = {hashlib.sha256(data).hexdigest() for _, data in one_host + two_hosts}
+        uploads = {
+            hashlib.sha256(data).hexdigest()
+            for _, data in [("warm-up.pdf", warm_up_pdf), *one_host, *two_hosts]
+        }
         seen_from_a = stored_files_seen_from(host_a)
         seen_from_b = stored_files_seen_from(host_b)
         assert seen_from_a == seen_from_b
-        assert set(seen_from_a.values()) == uploads
-        assert all(Path(name).stem == digest for name, digest in seen_from_a.items())
+        stored_documents = {n: d for n, d in seen_from_a.items() if n.startswith("documents/")}
+        assert set(stored_documents.values()) == uploads
+        assert all(Path(name).stem == digest for name, digest in stored_documents.items())
         for host in deployment.hosts:
             assert host.local_files() == [], (host.hostname, host.local_files())
 
         # Webhooks: one signed event per job, delivered by beat's worker.
-        received = receiver.wait_for(len(one_ids) + len(two_ids), timeout=120)
+        received = receiver.wait_for(1 + len(one_ids) + len(two_ids), timeout=120)
         events = [Webhook(secret).verify(r.body, r.headers) for r in received]
-        assert sorted(e["data"]["id"] for e in events) == sorted(one_ids + two_ids)
+        assert sorted(e["data"]["id"] for e in events) == sorted([warm_up, *one_ids, *two_ids])
         assert {e["type"] for e in events} == {"job.succeeded"}
 
         # --- a worker host is lost mid-job -------------------------------------------------
@@ -340,6 +364,7 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
         assert orphan is not None, "host-b never took a page"
         host_b.kill()
         killed_at = time.time()
+        assert healthcheck(host_b).returncode != 0  # Docker would mark it unhealthy
 
         [job] = wait_for_jobs(http, [kill_id], timeout=300)
         assert job["status"] == "succeeded", job
@@ -356,7 +381,7 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
             assert markdown.count(f"{word} line 1") == 1, markdown
         counts = {p["number"]: p["attempts"] for p in job["pages"]}
         assert all(n == 1 for number, n in counts.items() if number != orphan.number), counts
-        receiver.wait_for(len(one_ids) + len(two_ids) + 1, timeout=120)
+        receiver.wait_for(1 + len(one_ids) + len(two_ids) + 1, timeout=120)
         time.sleep(3)  # a doubled end would send a second event by now
         kill_events = [
             e
@@ -366,7 +391,7 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
         assert len(kill_events) == 1, kill_events
 
         # --- retention: files and results of expired jobs leave the bucket ---------------
-        all_ids = one_ids + two_ids + [kill_id]
+        all_ids = [warm_up, *one_ids, *two_ids, kill_id]
         assert sum(obj.size for obj in bucket.objects.all()) > 0
         Job.objects.filter(pk__in=all_ids).update(expires_at=timezone.now() - timedelta(seconds=1))
         deadline = time.monotonic() + 120

@@ -37,13 +37,12 @@ def live_nodes(*, timeout: float = PING_TIMEOUT_SECONDS) -> set[str]:
     return {name for reply in replies for name in reply}
 
 
-def lost_nodes(*, live: set[str], now: float | None = None) -> set[str]:
+def lost_nodes(*, live: set[str] | None = None, now: float | None = None) -> set[str]:
     """Nodes that hold running pages and have been missing for FOLIO_WORKER_LOST_SECONDS.
 
-    ``live`` empty means that no node answered at all, which says more about the broker than
-    about the workers: nothing is declared lost then."""
-    if not live:
-        return set()
+    ``live``: the nodes that answer, pinged only when some node holds pages (a ping waits
+    PING_TIMEOUT_SECONDS for replies). No answer at all says more about the broker than about
+    the workers: nothing is declared lost then."""
     now = time.time() if now is None else now
     holding = {
         node_of(worker)
@@ -53,6 +52,11 @@ def lost_nodes(*, live: set[str], now: float | None = None) -> set[str]:
         .distinct()
         if "@" in worker  # a node name; older rows carry only the host name
     }
+    if not holding:
+        return set()
+    live = live_nodes() if live is None else live
+    if not live:
+        return set()
     lost = set()
     for node in holding:
         key = _MISSING_KEY.format(node)
