@@ -100,7 +100,7 @@ async def _follow(client: AsyncClient, job: Job, item: Item, run: Run, display: 
     options = run.options
     while not job.is_final:
         display.progressed(
-            item, done=job.progress.finished, total=job.progress.total, status=job.status
+            item, done=job.progress.finished, total=job.progress.total, status=job.status_line
         )
         await asyncio.sleep(
             poll_delay(job, polls, minimum=options.poll_min, maximum=options.poll_max)

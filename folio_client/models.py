@@ -153,11 +153,21 @@ class Job:
     links: dict[str, str]
     pages: list[PageStatus] | None = None
     webhook_url: str = ""
+    # The engine this job waits for while no live worker serves it ("" otherwise); the
+    # server fails the job if none comes back in time (``raw["waiting_for"]["fails_at"]``).
+    waiting_for: str = ""
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    @property
+    def status_line(self) -> str:
+        """The status, or what the job waits for when no worker serves its engine."""
+        if self.waiting_for and not self.is_final:
+            return f"waiting for a {self.waiting_for} worker"
+        return self.status
 
     @property
     def succeeded(self) -> bool:
@@ -192,6 +202,7 @@ class Job:
             links=dict(data.get("links") or {}),
             pages=[PageStatus.from_json(p) for p in pages] if isinstance(pages, list) else None,
             webhook_url=str(data.get("webhook_url") or ""),
+            waiting_for=str((data.get("waiting_for") or {}).get("engine") or ""),
             raw=data,
         )
 

@@ -73,6 +73,8 @@ class DocumentInfo:
     mime_type: str
     page_count: int
     kind: str  # "pdf" | "image"
+    # The title the document's own metadata gives (a PDF's /Title), "" when it names none.
+    title: str = ""
 
 
 def sniff_mime_type(data: bytes) -> str | None:
@@ -100,8 +102,8 @@ def inspect_document(data: bytes) -> DocumentInfo:
         )
     if mime_type == PDF:
         with MUPDF_LOCK:
-            page_count = _inspect_pdf(data)
-        return DocumentInfo(mime_type=PDF, page_count=page_count, kind="pdf")
+            page_count, title = _inspect_pdf(data)
+        return DocumentInfo(mime_type=PDF, page_count=page_count, kind="pdf", title=title)
     return DocumentInfo(mime_type=mime_type, page_count=_inspect_image(data), kind="image")
 
 
@@ -120,7 +122,8 @@ def open_pdf(data: bytes) -> pymupdf.Document:
     return doc
 
 
-def _inspect_pdf(data: bytes) -> int:
+def _inspect_pdf(data: bytes) -> tuple[int, str]:
+    """The page count and the metadata title of a PDF that holds together."""
     doc = open_pdf(data)
     try:
         page_count = doc.page_count
@@ -132,13 +135,24 @@ def _inspect_pdf(data: bytes) -> int:
             page = doc.load_page(index)
             if page.rect.is_empty:
                 raise CorruptDocument(f"page {index + 1} of the PDF has no size")
-        return page_count
+        return page_count, metadata_title(doc.metadata)
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         if isinstance(exc, DocumentError):
             raise
         raise CorruptDocument(f"the PDF is damaged and cannot be read ({exc})") from exc
     finally:
         doc.close()
+
+
+# Producers write placeholders where no title was given; they name no document.
+_PLACEHOLDER_TITLES = {"untitled", "untitled document", "no title", "title", "document"}
+MAX_TITLE_LENGTH = 300
+
+
+def metadata_title(metadata: dict | None) -> str:
+    """A PDF's /Title, one line, or "" when it has none worth showing."""
+    title = " ".join(str((metadata or {}).get("title") or "").split())[:MAX_TITLE_LENGTH]
+    return "" if title.lower() in _PLACEHOLDER_TITLES else title
 
 
 def _inspect_image(data: bytes) -> int:

@@ -20,6 +20,10 @@ def parse_page_selection(spec: str | None, page_count: int) -> list[int]:
     """The sorted, unique pages that ``spec`` names in a document of ``page_count`` pages.
 
     ``None`` or a blank spec means every page. "5-" runs to the last page.
+
+    One rule for every API: a range that starts inside the document and runs past its end is
+    clamped to the last page ("1-3" of a one-page document is page 1, as "1-" would be); a
+    page, or a range, that starts past the end names nothing that exists and is refused.
     """
     if page_count < 1:
         raise PageSelectionError("the document has no pages")
@@ -43,24 +47,24 @@ def _parse_part(part: str, page_count: int) -> tuple[int, int]:
     if match is None:
         shown = part.strip() or "(empty)"
         raise PageSelectionError(f"cannot read {shown!r} as pages: use {ACCEPTED_FORMAT}")
-    start = _page_number(match["start"], page_count)
+    start = _page_number(match["start"])
+    if start > page_count:
+        noun = "page" if page_count == 1 else "pages"
+        raise PageSelectionError(
+            f"page {start} is past the end: the document has {page_count} {noun}"
+        )
     if not match["dash"]:
         return start, start
-    end = page_count if match["end"] is None else _page_number(match["end"], page_count)
+    end = page_count if match["end"] is None else _page_number(match["end"])
     if end < start:
         raise PageSelectionError(
             f"the range {start}-{end} runs backwards: write the lower page first ({end}-{start})"
         )
-    return start, end
+    return start, min(end, page_count)
 
 
-def _page_number(text: str, page_count: int) -> int:
+def _page_number(text: str) -> int:
     number = int(text)
     if number < 1:
         raise PageSelectionError(f"page numbers start at 1; {number} is not a page")
-    if number > page_count:
-        noun = "page" if page_count == 1 else "pages"
-        raise PageSelectionError(
-            f"page {number} is past the end: the document has {page_count} {noun}"
-        )
     return number

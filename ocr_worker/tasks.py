@@ -17,7 +17,8 @@ from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
-from webapp.jobs import liveness, services
+from webapp.core.workers import served_engines_or_none
+from webapp.jobs import engine_waits, liveness, services
 from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
@@ -86,11 +87,17 @@ def _transcribe(task, claim: services.PageClaim) -> str:
 
 @app.task(name="folio.reap_pages", acks_late=True)
 def reap_pages() -> int:
-    return services.pages_reap(
+    reaped = services.pages_reap(
         stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
         unsent_after=timedelta(minutes=1),
         lost_nodes=liveness.lost_nodes(),
     )
+    # Jobs whose engine's workers left: say so, and end them after the limit.
+    engine_waits.jobs_waiting_for_engines(
+        served=served_engines_or_none(fresh=True),
+        limit=timedelta(seconds=settings.FOLIO_ENGINE_WAIT_LIMIT),
+    )
+    return reaped
 
 
 @app.task(name="folio.deliver_webhook", acks_late=True)

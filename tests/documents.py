@@ -88,6 +88,26 @@ def born_digital_pdf() -> bytes:
     return _save(doc)
 
 
+def titled_pdf(title: str) -> bytes:
+    """One page whose metadata names ``title``, and whose first heading says something else."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_htmlbox(
+        pymupdf.Rect(72, 72, 523, 700),
+        "<h1>Section One</h1><p>The first paragraph of a document with a title.</p>",
+        css=_CSS,
+    )
+    doc.set_metadata({"title": title})
+    return _save(doc)
+
+
+def one_page_pdf() -> bytes:
+    """Page 1 of the born-digital report alone."""
+    doc = pymupdf.open(stream=born_digital_pdf(), filetype="pdf")
+    doc.select([0])
+    return _save(doc)
+
+
 # --- scans and page images ----------------------------------------------------------
 
 SCAN_LINES = (

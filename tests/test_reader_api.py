@@ -5,14 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import uuid
 from datetime import timedelta
 
 import pytest
+import time_machine
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.utils import timezone
 
+from model.engines.base import PageResult
 from tests import documents
 from tests.conftest import client_for
 from tests.document_server import document_server
@@ -128,7 +131,9 @@ def test_respond_with_text_drops_the_markdown(api, worker):
         api, documents.born_digital_pdf(), HTTP_X_RESPOND_WITH="text", HTTP_X_PAGE="1-2"
     )
 
-    content = response.content.decode().split("Markdown Content:\n", 1)[1]
+    # As Reader answers `respondWith: text` in text/plain: the text alone.
+    content = response.content.decode()
+    assert not content.startswith("Title:")
     assert documents.BORN_DIGITAL_TABLE_ROWS[0][0] in content
     assert "|" not in content
     assert "\n#" not in content and not content.startswith("#")
@@ -136,18 +141,59 @@ def test_respond_with_text_drops_the_markdown(api, worker):
 
 @pytest.mark.slow
 @with_worker
-def test_an_event_stream_sends_a_frame_per_page_and_ends_complete(api, worker):
-    response = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="text/event-stream")
+def test_respond_with_text_answers_in_readers_text_field(api, worker):
+    pdf = base64.b64encode(documents.born_digital_pdf()).decode()
 
-    assert response["Content-Type"] == "text/event-stream"
-    frames = sse_frames(response)
-    assert all(event == "data" for event, _ in frames)
-    # One frame per finished page at most (pages finishing together share one), the last whole.
-    assert 1 <= len(frames) <= 3
-    contents = [data["content"] for _, data in frames]
-    assert contents == sorted(contents, key=len)
-    for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
-        assert marker in contents[-1]
+    response = api.post(
+        "/", {"pdf": pdf, "respondWith": "text"}, format="json", HTTP_ACCEPT="application/json"
+    )
+
+    data = response.json()["data"]
+    assert "content" not in data
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[0] in data["text"]
+    assert not re.search(r"<[a-z]+[\s>]|^#|\|", data["text"], re.MULTILINE)
+
+
+@with_worker
+def test_an_event_stream_sends_a_frame_per_page_in_order_then_the_document(api, worker):
+    pdf = documents.born_digital_pdf()
+
+    # The first read goes to the worker; the second is answered from the cache.
+    for _ in range(2):
+        response = post_file(api, pdf, HTTP_ACCEPT="text/event-stream")
+
+        assert response["Content-Type"] == "text/event-stream"
+        frames = sse_frames(response)
+        assert [event for event, _ in frames] == ["data"] * 4
+        *pages, whole = [data for _, data in frames]
+        assert [page["page"] for page in pages] == [1, 2, 3]
+        for page, marker in zip(pages, documents.BORN_DIGITAL_PAGE_MARKERS, strict=True):
+            assert marker in page["content"]
+            assert page["usage"]["tokens"] >= 0
+        assert "page" not in whole
+        for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
+            assert marker in whole["content"]
+    assert Page.objects.filter(method="cache").count() == 3
+
+
+@with_worker
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_a_budget_the_reading_exceeds_is_readers_409(api, worker, where):
+    pdf = base64.b64encode(documents.born_digital_pdf()).decode()
+    body = {"pdf": pdf, "respondWith": "markdown"}
+    headers = {"HTTP_ACCEPT": "application/json"}
+    if where == "header":
+        headers["HTTP_X_TOKEN_BUDGET"] = "1"
+    else:
+        body["tokenBudget"] = 1
+
+    response = api.post("/", body, format="json", **headers)
+
+    assert response.status_code == 409, response.content
+    error = response.json()
+    assert (error["name"], error["status"]) == ("BudgetExceededError", 40904)
+    assert re.search(r"budget.*exceeded", error["message"], re.IGNORECASE)
+    assert "(1)" in error["message"]
 
 
 @pytest.mark.slow
@@ -157,12 +203,100 @@ def test_the_job_stops_at_its_token_budget(api, worker):
         api, documents.born_digital_pdf(), HTTP_X_TOKEN_BUDGET="1", HTTP_ACCEPT="application/json"
     )
 
-    assert response.status_code == 200
+    assert response.status_code == 409
     job = Job.objects.get(pk=response["X-Folio-Job"])
     assert job.status == Job.Status.PARTIALLY_FAILED
     stopped = job.pages.filter(status=Page.Status.FAILED)
     assert stopped.exists()
     assert all("token budget of 1" in page.error for page in stopped)
+    assert str(job.input_tokens + job.output_tokens) in response.json()["message"]
+
+
+@with_worker
+def test_a_url_beside_a_pdf_is_its_source_and_an_upload_is_named_by_its_file(api, worker):
+    pdf = documents.born_digital_pdf()
+    source = "https://example.com/reports/harbour.pdf"
+
+    beside = api.post(
+        "/",
+        {"pdf": base64.b64encode(pdf).decode(), "url": source},
+        format="json",
+        HTTP_ACCEPT="text/plain",
+    )
+    uploaded = post_file(api, pdf, "harbour-2026.pdf", HTTP_ACCEPT="application/json")
+
+    assert beside.status_code == 200, beside.content
+    assert f"URL Source: {source}\n" in beside.content.decode()
+    assert uploaded.json()["data"]["url"] == "harbour-2026.pdf"
+
+
+@with_worker
+def test_the_title_comes_from_the_metadata_before_the_first_heading(api, worker):
+    titled = api.post(
+        "/",
+        {"pdf": base64.b64encode(documents.titled_pdf("Harbour Annual 2026")).decode()},
+        format="json",
+        HTTP_ACCEPT="application/json",
+    )
+    untitled = post_file(api, documents.born_digital_pdf(), HTTP_ACCEPT="application/json")
+
+    assert titled.json()["data"]["title"] == "Harbour Annual 2026"
+    assert untitled.json()["data"]["title"] == documents.BORN_DIGITAL_TITLE
+
+
+# Reader's e2e tests (request-options, crawler-options-misc, cache-control, option-interactions)
+# send these; none means anything for a document, and each is accepted and ignored.
+READER_ONLY_HEADERS = {
+    "HTTP_X_LOCALE": "ja-JP",
+    "HTTP_X_ENGINE": "browser",
+    "HTTP_X_RETAIN_IMAGES": "none",
+    "HTTP_X_WITH_LINKS_SUMMARY": "true",
+    "HTTP_X_MD_HEADING_STYLE": "setext",
+    "HTTP_DNT": "1",
+    "HTTP_X_SET_COOKIE": "session=abc123; Path=/; Domain=example.com",
+    "HTTP_X_PROXY_URL": "socks5://proxy.example.com:1080",
+    "HTTP_X_WITH_GENERATED_ALT": "true",
+    "HTTP_X_REMOVE_OVERLAY": "true",
+}
+READER_ONLY_BODY = {
+    "locale": "en-US",
+    "setCookies": ["session=abc123; Path=/"],
+    "customHeader": {"X-Custom-Test": "hello"},
+    "withGeneratedAlt": True,
+    "retainImages": "none",
+    "markdown": {"headingStyle": "atx"},
+    "engine": "auto",
+}
+
+
+@with_worker
+def test_readers_body_parameters_work_like_its_headers_and_the_rest_is_ignored(api, worker):
+    pdf = base64.b64encode(documents.born_digital_pdf()).decode()
+    answers = [
+        api.post("/", {"pdf": pdf, **extra}, format="json", HTTP_ACCEPT="application/json")
+        for extra in (
+            {"noCache": True},
+            {"cacheTolerance": 0},
+            {"cacheTolerance": 3600},
+            {"timeout": 30},
+            {"tokenBudget": 100000},
+            {"respondWith": "markdown", "page": 2},
+            READER_ONLY_BODY,
+        )
+    ]
+    answers += [
+        api.post("/", {"pdf": pdf}, format="json", HTTP_ACCEPT="application/json", **headers)
+        for headers in ({"HTTP_X_TIMEOUT": "999"}, READER_ONLY_HEADERS)
+    ]
+
+    assert [answer.status_code for answer in answers] == [200] * len(answers)
+    assert all("Page marker" in answer.json()["data"]["content"] for answer in answers)
+    # `page` in the body is X-Page: only page 2 was read.
+    assert documents.BORN_DIGITAL_PAGE_MARKERS[0] not in answers[5].json()["data"]["content"]
+    # noCache read again; cacheTolerance 0 accepts nothing cached either.
+    first, second = (Job.objects.get(pk=a["X-Folio-Job"]) for a in answers[:2])
+    assert not first.pages.filter(method="cache").exists()
+    assert not second.pages.filter(method="cache").exists()
 
 
 # --- without a worker ----------------------------------------------------------------------------
@@ -209,6 +343,65 @@ def test_no_cache_and_an_old_cache_entry_both_send_the_page_to_a_worker(api):
     assert not Page.objects.filter(method="cache").exists()
 
 
+def test_x_timeout_above_the_maximum_is_clamped_as_reader_clamps():
+    from django.test import RequestFactory
+
+    def timeout(value: str) -> int:
+        request = RequestFactory().post("/", HTTP_X_TIMEOUT=value)
+        return reader_options(request, body={}, url=None).timeout
+
+    assert [timeout(v) for v in ("30", "180", "181", "999", "9" * 5000)] == [30, 180, 180, 180, 180]
+
+
+@without_worker
+def test_an_anonymous_202_links_to_a_capability_url_that_works_without_a_key(client):
+    response = post_file(client, documents.png_page(), "page.png", HTTP_PREFER="respond-async")
+
+    assert response.status_code == 202
+    poll = response.json()["data"]["poll"]
+    assert response["Location"] == poll
+    job_id = response.json()["data"]["jobId"]
+    assert "/v1/reader/jobs/" in poll and job_id not in poll
+    status = client.get(poll)
+    assert status.status_code == 200, status.content
+    assert (status.json()["id"], status.json()["status"]) == (job_id, "queued")
+    result = client.get(status.json()["links"]["result"])
+    assert result.status_code == 409 and "queued" in result.json()["message"]
+    # The link is the permission for that job only: altered, it opens nothing.
+    token = poll.rstrip("/").rsplit("/", 1)[1]
+    for forged in (token[:-1] + ("A" if token[-1] != "A" else "B"), uuid.uuid4().hex):
+        assert client.get(f"/v1/reader/jobs/{forged}").status_code == 404
+    assert client.get(f"/v1/jobs/{job_id}").status_code == 401
+
+
+@without_worker
+def test_a_capability_url_expires(client):
+    with time_machine.travel(timezone.now(), tick=False) as clock:
+        response = post_file(client, documents.png_page(), "page.png", HTTP_PREFER="respond-async")
+        poll = response.json()["data"]["poll"]
+        with override_settings(FOLIO_READER_POLL_SECONDS=60):
+            clock.shift(59)
+            assert client.get(poll).status_code == 200
+            clock.shift(2)
+            assert client.get(poll).status_code == 404
+
+
+@without_worker
+def test_a_capability_url_serves_the_finished_result(client):
+    response = post_file(client, documents.png_page(), "page.png", HTTP_PREFER="respond-async")
+    page = Page.objects.get(job_id=response.json()["data"]["jobId"])
+    # What a worker does with the page's message.
+    claim = services.page_claim(page_id=page.pk, task_id=str(page.task_id), worker="test:1")
+    services.page_complete(
+        claim=claim, result=PageResult(markdown="Invoice number 4721"), engine_version="test"
+    )
+
+    result = client.get(client.get(response.json()["data"]["poll"]).json()["links"]["result"])
+
+    assert result.status_code == 200
+    assert "Invoice number 4721" in result.content.decode()
+
+
 @without_worker
 def test_a_job_not_done_within_x_timeout_answers_202_with_its_link(api):
     # Inside the test's transaction nothing is sent to a queue: the job cannot finish.
@@ -227,9 +420,9 @@ def test_a_job_not_done_within_x_timeout_answers_202_with_its_link(api):
     [
         ({"HTTP_X_PAGE": "9"}, "3 pages"),
         ({"HTTP_X_PAGE": "-1"}, "page"),
-        ({"HTTP_X_PAGE": "1-999999"}, "3 pages"),
+        ({"HTTP_X_PAGE": "7-999999"}, "3 pages"),
         ({"HTTP_X_TIMEOUT": "abc"}, "X-Timeout"),
-        ({"HTTP_X_TIMEOUT": "500"}, "180"),
+        ({"HTTP_X_TIMEOUT": "0"}, "at least 1"),
         ({"HTTP_X_RESPOND_WITH": "screenshot"}, "jina-ocr-v1"),
         ({"HTTP_X_TOKEN_BUDGET": "lots"}, "X-Token-Budget"),
         ({"HTTP_X_CACHE_TOLERANCE": "1081236283437919682041691198455808"}, "X-Cache-Tolerance"),

@@ -128,12 +128,21 @@ FOLIO_READER_TIMEOUT = env_int("FOLIO_READER_TIMEOUT", 120, minimum=1)
 # Anonymous Reader use: allowed by default, strictly rate-limited per client address.
 FOLIO_READER_REQUIRE_KEY = env_bool("FOLIO_READER_REQUIRE_KEY", False)
 FOLIO_READER_ANON_RATE = env_str("FOLIO_READER_ANON_RATE", "20/min")
+# How long the poll link of an anonymous Reader request's 202 works (a signed capability URL).
+FOLIO_READER_POLL_SECONDS = env_int("FOLIO_READER_POLL_SECONDS", 24 * 3600, minimum=1)
 # The model behind the `openai` engine (same variable as the engine reads).
 FOLIO_OPENAI_MODEL = env_str("FOLIO_OPENAI_MODEL", "jinaai/jina-ocr-v1")
 
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
+# A job for an engine that no live worker serves is refused at submission (every API). Off
+# only where the broker cannot broadcast to workers (Celery remote control unavailable); the
+# test suite turns it off by default because most tests submit with no worker running.
+FOLIO_REFUSE_UNSERVED_ENGINES = env_bool("FOLIO_REFUSE_UNSERVED_ENGINES", True)
+# Seconds a job may wait with queued pages while no live worker serves its engine (the workers
+# left after it was queued); then its waiting pages fail with that reason.
+FOLIO_ENGINE_WAIT_LIMIT = env_int("FOLIO_ENGINE_WAIT_LIMIT", 900, minimum=1)
 # Output options a request may leave out (docs/QUALITY.md says why these defaults): tables
 # "markdown" | "html"; running heads and feet "keep" | "drop"; text normalisation "all",
 # "none" or any of "ligatures,hyphenation,whitespace". Checked at start-up (folio.E010).

@@ -12,6 +12,7 @@ from webapp.jobs.api import (
     JobResultView,
 )
 from webapp.reader.chat import ChatCompletionsView, ModelsView
+from webapp.reader.polling import ReaderPollResultView, ReaderPollView
 from webapp.reader.views import ReaderTargetView
 from webapp.ui.views import home_or_reader
 from webapp.webhooks import api as webhooks_api
@@ -29,6 +30,12 @@ urlpatterns = [
         "v1/jobs/<uuid:job_id>/deliveries",
         webhooks_api.JobDeliveriesView.as_view(),
         name="job-deliveries",
+    ),
+    path("v1/reader/jobs/<str:token>", ReaderPollView.as_view(), name="reader-poll"),
+    path(
+        "v1/reader/jobs/<str:token>/result",
+        ReaderPollResultView.as_view(),
+        name="reader-poll-result",
     ),
     path("v1/keys", ApiKeyListCreateView.as_view(), name="key-list"),
     path("v1/keys/<int:key_id>", ApiKeyDetailView.as_view(), name="key-detail"),

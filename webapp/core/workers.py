@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import time
+
+from django.conf import settings
 
 from ocr_worker.celery_app import app
 from webapp.core.queues import engine_queue
+
+logger = logging.getLogger(__name__)
 
 _CACHE_SECONDS = 5.0
 _cache: tuple[float, set[str]] | None = None
 
 
-def serving_engines(*, timeout: float = 1.0) -> set[str]:
+def serving_engines(*, timeout: float = 1.0, fresh: bool = False) -> set[str]:
     """Engine names with at least one live worker on their queue. Raises when the broker is
-    unreachable. Cached briefly: a broadcast waits ``timeout`` for replies."""
+    unreachable. Cached briefly (unless ``fresh``): a broadcast waits ``timeout`` for replies."""
     global _cache
     now = time.monotonic()
-    if _cache is not None and now - _cache[0] < _CACHE_SECONDS:
+    if not fresh and _cache is not None and now - _cache[0] < _CACHE_SECONDS:
         return _cache[1]
     with app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1, timeout=timeout)
@@ -30,3 +35,28 @@ def serving_engines(*, timeout: float = 1.0) -> set[str]:
     }
     _cache = (now, engines)
     return engines
+
+
+def served_engines_or_none(*, fresh: bool = False) -> set[str] | None:
+    """The engines served now, or ``None`` when the broker cannot be asked (then nobody can
+    tell, and work is accepted: its pages wait in the database, as for a broker outage)."""
+    try:
+        return serving_engines(fresh=fresh)
+    except Exception:
+        logger.warning("cannot ask the workers which engines they serve", exc_info=True)
+        return None
+
+
+def unserved_engine_refusal(engine: str) -> str | None:
+    """Why a job for ``engine`` must be refused now (no live worker serves it, so it would
+    wait for nothing), or ``None``. ``FOLIO_REFUSE_UNSERVED_ENGINES=0`` turns the check off
+    (for brokers that cannot broadcast to workers)."""
+    if not settings.FOLIO_REFUSE_UNSERVED_ENGINES:
+        return None
+    served = served_engines_or_none()
+    if served is None or engine in served:
+        return None
+    return (
+        f"no worker serves the engine {engine!r} now, so its job would wait for nothing; "
+        f"engines served now: {', '.join(sorted(served)) or 'none'}"
+    )

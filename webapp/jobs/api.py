@@ -162,91 +162,102 @@ class ResultNegotiation(DefaultContentNegotiation):
     settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
 
 
+# A finished job's result, in each form it is given in (the jobs API and the Reader's
+# anonymous poll links answer alike).
+RESULT_RESPONSES = {
+    (200, "text/markdown"): OpenApiResponse(
+        response=OpenApiTypes.STR,
+        description="the pages' Markdown, joined (with `page_markers`, each page "
+        "after its marker line)",
+    ),
+    (200, "application/json"): OpenApiResponse(
+        response=PolymorphicProxySerializer(
+            component_name="JobResultDocument",
+            serializers=[
+                JobPagesResultSerializer,
+                BlocksDocumentSerializer,
+                ChunksDocumentSerializer,
+            ],
+            resource_type_field_name=None,
+        ),
+        description="per page (`Accept: application/json` or `format=json`), the "
+        "layout blocks (`format=blocks`) or the chunks (`format=chunks`)",
+    ),
+    (200, "application/pdf"): OpenApiResponse(
+        response=OpenApiTypes.BINARY,
+        description="`format=pdf`: born-digital pages unchanged, scanned pages and "
+        "images with an invisible text layer placed word by word",
+    ),
+    409: OpenApiResponse(description="the job has not finished"),
+    410: OpenApiResponse(description="the results (or, for a PDF, the file) expired"),
+}
+
+
 class JobResultView(APIView):
     renderer_classes = [MarkdownRenderer, JSONRenderer, PdfRenderer]
     content_negotiation_class = ResultNegotiation
 
-    @extend_schema(
-        parameters=[JobResultQuerySerializer],
-        responses={
-            (200, "text/markdown"): OpenApiResponse(
-                response=OpenApiTypes.STR,
-                description="the pages' Markdown, joined (with `page_markers`, each page "
-                "after its marker line)",
-            ),
-            (200, "application/json"): OpenApiResponse(
-                response=PolymorphicProxySerializer(
-                    component_name="JobResultDocument",
-                    serializers=[
-                        JobPagesResultSerializer,
-                        BlocksDocumentSerializer,
-                        ChunksDocumentSerializer,
-                    ],
-                    resource_type_field_name=None,
-                ),
-                description="per page (`Accept: application/json` or `format=json`), the "
-                "layout blocks (`format=blocks`) or the chunks (`format=chunks`)",
-            ),
-            (200, "application/pdf"): OpenApiResponse(
-                response=OpenApiTypes.BINARY,
-                description="`format=pdf`: born-digital pages unchanged, scanned pages and "
-                "images with an invisible text layer placed word by word",
-            ),
-            409: OpenApiResponse(description="the job has not finished"),
-            410: OpenApiResponse(description="the results (or, for a PDF, the file) expired"),
-        },
-    )
+    @extend_schema(parameters=[JobResultQuerySerializer], responses=RESULT_RESPONSES)
     def get(self, request, job_id):
-        query = JobResultQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        params = query.validated_data
         job = _owned_job(request, job_id)
-        if job.is_expired:
-            raise gone(
-                f"the results of job {job.id} expired at {job.expired_at:%Y-%m-%d %H:%M} UTC "
-                "and were deleted (retention); submit the document again"
-            )
-        if not job.is_final:
-            poll = request.build_absolute_uri(f"/v1/jobs/{job.id}")
-            raise conflict(
-                f"job {job.id} is {job.status} ({job.pages_done + job.pages_failed} of "
-                f"{job.pages_total} pages finished); poll {poll}"
-            )
-        by_accept = {"md": "markdown", "pdf": "pdf"}
-        kind = params.get("format") or by_accept.get(request.accepted_renderer.format, "json")
-        if kind == "blocks":
-            return Response(outputs.job_blocks(job=job))
-        if kind == "chunks":
-            return Response(outputs.job_chunks(job=job, max_tokens=params["max_tokens"]))
-        if kind == "pdf":
-            try:
-                body = outputs.job_searchable_pdf(job=job)
-            except outputs.OutputUnavailable as exc:
-                raise gone(str(exc)) from exc
-            response = HttpResponse(body, content_type="application/pdf")
-            response["Content-Disposition"] = content_disposition_header(
-                as_attachment=True, filename=outputs.pdf_filename(job)
-            )
-            return response
-        if kind == "markdown":
-            marker = params.get("page_marker")
-            if marker or params["page_markers"]:
-                text = outputs.job_markdown_with_markers(
-                    job=job, marker=marker or outputs.DEFAULT_PAGE_MARKER
-                )
-            else:
-                text = selectors.job_markdown(job=job)
-            # Asked for by name: Markdown, whatever the Accept header preferred.
-            return HttpResponse(text, content_type="text/markdown; charset=utf-8")
-        pages = PageResultSerializer(selectors.job_pages(job=job), many=True).data
-        return Response(
-            {
-                "id": str(job.id),
-                "status": job.status,
-                "pages": pages,
-                "usage": JobSerializer().get_usage(job),
-            }
+        return job_result_response(
+            request, job, poll=request.build_absolute_uri(f"/v1/jobs/{job.id}")
         )
+
+
+def job_result_response(request, job, *, poll: str) -> HttpResponse:
+    """A finished job's result in the form asked for (``format``, else ``Accept``): the
+    joined Markdown, each page as JSON, the layout blocks, the chunks or a searchable PDF;
+    ``409`` while it runs (saying where to ``poll``), ``410`` once expired. Shared by the jobs
+    API and the Reader's anonymous poll links."""
+    query = JobResultQuerySerializer(data=request.query_params)
+    query.is_valid(raise_exception=True)
+    params = query.validated_data
+    if job.is_expired:
+        raise gone(
+            f"the results of job {job.id} expired at {job.expired_at:%Y-%m-%d %H:%M} UTC "
+            "and were deleted (retention); submit the document again"
+        )
+    if not job.is_final:
+        raise conflict(
+            f"job {job.id} is {job.status} ({job.pages_done + job.pages_failed} of "
+            f"{job.pages_total} pages finished); poll {poll}"
+        )
+    by_accept = {"md": "markdown", "pdf": "pdf"}
+    kind = params.get("format") or by_accept.get(request.accepted_renderer.format, "json")
+    if kind == "blocks":
+        return Response(outputs.job_blocks(job=job))
+    if kind == "chunks":
+        return Response(outputs.job_chunks(job=job, max_tokens=params["max_tokens"]))
+    if kind == "pdf":
+        try:
+            body = outputs.job_searchable_pdf(job=job)
+        except outputs.OutputUnavailable as exc:
+            raise gone(str(exc)) from exc
+        response = HttpResponse(body, content_type="application/pdf")
+        response["Content-Disposition"] = content_disposition_header(
+            as_attachment=True, filename=outputs.pdf_filename(job)
+        )
+        return response
+    if kind == "markdown":
+        marker = params.get("page_marker")
+        if marker or params["page_markers"]:
+            text = outputs.job_markdown_with_markers(
+                job=job, marker=marker or outputs.DEFAULT_PAGE_MARKER
+            )
+        else:
+            text = selectors.job_markdown(job=job)
+        # Asked for by name: Markdown, whatever the Accept header preferred.
+        return HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    pages = PageResultSerializer(selectors.job_pages(job=job), many=True).data
+    return Response(
+        {
+            "id": str(job.id),
+            "status": job.status,
+            "pages": pages,
+            "usage": JobSerializer().get_usage(job),
+        }
+    )
 
 
 class JobFigureView(APIView):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -19,6 +20,8 @@ class Document(models.Model):
     mime_type = models.CharField(max_length=100)
     page_count = models.PositiveIntegerField()
     original_name = models.CharField(max_length=255)
+    # The title in the document's own metadata (a PDF's /Title); "" when it names none.
+    title = models.CharField(max_length=300, blank=True)
     size = models.PositiveBigIntegerField()
     created_at = models.DateTimeField(auto_now_add=True)
     # Set when retention removed the stored file; a new upload of the same bytes clears it.
@@ -100,6 +103,11 @@ class Job(models.Model):
     webhook_url = models.URLField(max_length=2000, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     expired_at = models.DateTimeField(null=True, blank=True)
+    # Set by the reaper while no live worker serves this job's engine and pages wait for one
+    # (the engine's name, and since when); cleared when a worker serves it again. A job that
+    # waits longer than FOLIO_ENGINE_WAIT_LIMIT fails with that reason.
+    waiting_for = models.CharField(max_length=50, blank=True)
+    waiting_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -122,6 +130,14 @@ class Job(models.Model):
     @property
     def is_expired(self) -> bool:
         return self.expired_at is not None
+
+    @property
+    def waiting_fails_at(self):
+        """When this job fails if no worker for its engine comes back; ``None`` unless it
+        waits for one."""
+        if not self.waiting_for or self.waiting_since is None:
+            return None
+        return self.waiting_since + timedelta(seconds=settings.FOLIO_ENGINE_WAIT_LIMIT)
 
 
 class Page(models.Model):

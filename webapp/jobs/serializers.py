@@ -105,6 +105,7 @@ class JobSerializer(serializers.ModelSerializer):
     usage = serializers.SerializerMethodField()
     review = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()
+    waiting_for = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -125,6 +126,7 @@ class JobSerializer(serializers.ModelSerializer):
             "expired_at",
             "webhook_url",
             "error",
+            "waiting_for",
             "links",
         ]
 
@@ -155,6 +157,18 @@ class JobSerializer(serializers.ModelSerializer):
             # Once the job has ended: pages/s, output tokens/s, time to first token, and the
             # speculative-decoding acceptance where the engine reports it.
             "engine": job.engine_metrics,
+        }
+
+    def get_waiting_for(self, job: Job) -> dict | None:
+        """While no live worker serves the job's engine: which, since when, and when the job
+        fails if none comes back (FOLIO_ENGINE_WAIT_LIMIT); ``null`` otherwise."""
+        if job.is_final or job.waiting_fails_at is None:
+            return None
+        return {
+            "engine": job.waiting_for,
+            "since": job.waiting_since,
+            "fails_at": job.waiting_fails_at,
+            "message": f"waiting for a worker that serves {job.waiting_for}: none is running",
         }
 
     def get_links(self, job: Job) -> dict:

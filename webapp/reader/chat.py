@@ -18,6 +18,7 @@ from rest_framework.views import APIView, exception_handler
 
 from model.engines.registry import engine_names
 from webapp.core.errors import ApiError
+from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs import selectors, services
 from webapp.jobs.errors import submission_api_error
 from webapp.jobs.models import Job
@@ -142,6 +143,9 @@ def _engine(model: str) -> str:
                 str(exc.detail), status=404, code="model_not_found", param="model"
             ) from exc
     if model in engine_names():
+        refusal = unserved_engine_refusal(model)
+        if refusal:
+            raise ChatError(refusal, status=404, code="model_not_found", param="model")
         return model
     raise ChatError(
         f"the model {model!r} does not exist here; GET /v1/models lists the ones that do",

@@ -64,9 +64,12 @@ class ReaderOptions:
 
 def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
     def option(header: str) -> str | None:
+        # A header wins over the body key, as in Reader (its headers are applied last).
         value = request.headers.get(header)
         if value is None and request.method == "POST":
             value = body.get(BODY_OPTIONS.get(header, ""))
+        if isinstance(value, bool):  # JSON true/false
+            value = "true" if value else "false"
         return None if value is None else str(value).strip()
 
     return ReaderOptions(
@@ -110,13 +113,19 @@ def _fragment_page(url: str | None) -> str | None:
 
 
 def _timeout(value: str | None) -> int:
+    """Seconds to wait. Above the maximum it is clamped to it, as Reader clamps (its
+    CrawlerOptions caps X-Timeout at 180); what is not a positive whole number is refused."""
     if value is None or value == "":
         return settings.FOLIO_READER_TIMEOUT
-    if not value.isdigit() or not 1 <= int(value) <= MAX_TIMEOUT_SECONDS:
+    if not (value.isascii() and value.isdigit()) or not value.strip("0"):
         raise bad_parameter(
-            f"X-Timeout {value!r} must be a whole number of seconds from 1 to {MAX_TIMEOUT_SECONDS}"
+            f"X-Timeout {value[:40]!r} must be a whole number of seconds, at least 1 "
+            f"(larger than {MAX_TIMEOUT_SECONDS} is read as {MAX_TIMEOUT_SECONDS})"
         )
-    return int(value)
+    # Compared as text first: a thousand-digit number is not worth converting.
+    if len(value.lstrip("0")) > len(str(MAX_TIMEOUT_SECONDS)):
+        return MAX_TIMEOUT_SECONDS
+    return min(int(value), MAX_TIMEOUT_SECONDS)
 
 
 def _flag(name: str, value: str | None) -> bool:

@@ -11,7 +11,7 @@ from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from model.plaintext import markdown_to_text
 from webapp.core.errors import ApiError, error_body, unprocessable
 from webapp.jobs import selectors, services
-from webapp.jobs.models import Job
+from webapp.jobs.models import Job, Page
 from webapp.jobs.waiting import job_updates
 from webapp.reader.options import ReaderOptions
 from webapp.reader.sources import Source
@@ -20,31 +20,34 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 def reader_data(*, job: Job, source: Source, options: ReaderOptions) -> dict:
+    """Reader's `data`: the whole document read so far."""
     markdown = selectors.job_markdown(job=job)
-    content = markdown_to_text(markdown) if options.plain_text else markdown
-    tokens = job.input_tokens + job.output_tokens
     return {
-        "title": _title(markdown, job.document.original_name),
+        "title": _title(job, markdown),
         "description": "",
         "url": source.url,
-        "content": content,
+        **_body(markdown, options),
         "numPages": job.document.page_count,
-        "usage": {"tokens": tokens},
+        "usage": {"tokens": job.input_tokens + job.output_tokens},
     }
+
+
+def _body(markdown: str, options: ReaderOptions) -> dict:
+    """`content` (Markdown), or with `respondWith: text` Reader's `text` field, without
+    Markdown or HTML markup (Reader answers `text` in place of `content`)."""
+    if options.plain_text:
+        return {"text": markdown_to_text(markdown)}
+    return {"content": markdown}
 
 
 def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> HttpResponse:
     if job.status == Job.Status.FAILED:
         return error_response(_nothing_read(job))
     if job.status == Job.Status.CANCELLED:
-        return error_response(
-            ApiError(
-                f"job {job.id} was cancelled",
-                http_status=409,
-                name="ConflictError",
-                detail_code=40901,
-            )
-        )
+        return error_response(_cancelled(job), job=job)
+    over_budget = budget_exceeded(job)
+    if over_budget is not None:
+        return error_response(over_budget, job=job)
     data = reader_data(job=job, source=source, options=options)
     tokens = data["usage"]["tokens"]
     if options.response_format == "json":
@@ -58,14 +61,13 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
     return response
 
 
-def accepted_response(*, job: Job, poll_url: str, anonymous: bool) -> JsonResponse:
-    """Not done yet: the work goes on, and lands in the jobs API."""
+def accepted_response(*, job: Job, poll_url: str) -> JsonResponse:
+    """Not done yet: the work goes on, and ``poll_url`` follows it (for an anonymous caller a
+    capability link that only this answer holds)."""
     finished = job.pages_done + job.pages_failed
-    message = f"job {job.id} is {job.status} ({finished} of {job.pages_total} pages)"
-    if anonymous:
-        message += "; send the same request again later and the finished pages come from the cache"
-    else:
-        message += f"; poll {poll_url}"
+    message = (
+        f"job {job.id} is {job.status} ({finished} of {job.pages_total} pages); poll {poll_url}"
+    )
     body = {
         "code": 202,
         "status": 20200,
@@ -74,6 +76,22 @@ def accepted_response(*, job: Job, poll_url: str, anonymous: bool) -> JsonRespon
     }
     return JsonResponse(
         body, status=202, headers={"Location": poll_url, "X-Folio-Job": str(job.id)}
+    )
+
+
+def budget_exceeded(job: Job) -> ApiError | None:
+    """Reader's answer when what was read cost more than the budget: a 409 that names both
+    (the pages read within it stay in the jobs API, under the job's id)."""
+    budget = job.options.get("token_budget")
+    charge = job.input_tokens + job.output_tokens
+    if budget is None or charge <= budget:
+        return None
+    return ApiError(
+        f"Token budget ({budget}) exceeded, intended charge amount {charge}; job {job.id} "
+        f"stopped reading at the budget ({job.pages_done} of {job.pages_total} pages read)",
+        http_status=409,
+        name="BudgetExceededError",
+        detail_code=40904,
     )
 
 
@@ -100,16 +118,26 @@ def event_frames(*, job: Job, source: Source, options: ReaderOptions) -> Iterato
 
 
 def _job_frames(*, job: Job, source: Source, options: ReaderOptions) -> Iterator[str]:
+    """One ``data`` frame per page, in page order and naming its page (a page answered from
+    the cache is a frame like any other), then one ``data`` frame with the whole document;
+    an ``error`` frame instead of that last one if nothing could be read, the budget was
+    exceeded or time ran out."""
     sent = 0
     for update in job_updates(job_id=job.id, timeout=options.timeout):
         if update.status == Job.Status.FAILED:
             yield _frame("error", error_body_of(_nothing_read(update)))
             return
-        finished = update.pages_done + update.pages_failed
-        if finished > sent or update.is_final:
-            sent = finished
-            yield _frame("data", reader_data(job=update, source=source, options=options))
+        for page in selectors.job_pages_finished_in_order(job=update, after=sent):
+            sent += 1
+            yield _frame("data", _page_data(job=update, page=page, source=source, options=options))
         if update.is_final:
+            problem = budget_exceeded(update)
+            if update.status == Job.Status.CANCELLED:
+                problem = _cancelled(update)
+            if problem is not None:
+                yield _frame("error", {**error_body_of(problem), "jobId": str(job.id)})
+            else:
+                yield _frame("data", reader_data(job=update, source=source, options=options))
             return
     still_running = ApiError(
         f"job {job.id} did not finish in {options.timeout} s; it goes on in the jobs API",
@@ -120,7 +148,24 @@ def _job_frames(*, job: Job, source: Source, options: ReaderOptions) -> Iterator
     yield _frame("error", {**error_body_of(still_running), "jobId": str(job.id)})
 
 
+def _page_data(*, job: Job, page: Page, source: Source, options: ReaderOptions) -> dict:
+    data = {
+        "page": page.number,
+        "title": _title(job, page.markdown),
+        "url": source.url,
+        **_body(selectors.page_text(page), options),
+        "numPages": job.document.page_count,
+        "usage": {"tokens": page.input_tokens + page.output_tokens},
+    }
+    if page.status == Page.Status.FAILED:
+        data["error"] = page.error
+    return data
+
+
 def plain_text(data: dict) -> str:
+    """Reader's text layout; with `respondWith: text` the text alone, as Reader answers."""
+    if "text" in data:
+        return data["text"]
     return (
         f"Title: {data['title']}\n\n"
         f"URL Source: {data['url']}\n\n"
@@ -138,8 +183,10 @@ def error_body_of(error: ApiError) -> dict:
     )
 
 
-def error_response(error: ApiError) -> JsonResponse:
+def error_response(error: ApiError, *, job: Job | None = None) -> JsonResponse:
     response = JsonResponse(error_body_of(error), status=error.status_code)
+    if job is not None:
+        response["X-Folio-Job"] = str(job.id)
     if error.status_code == 429 and getattr(error, "retry_after", None):
         response["Retry-After"] = str(error.retry_after)
     return response
@@ -156,6 +203,15 @@ def _nothing_read(job: Job) -> ApiError:
     return unprocessable(f"no page could be read ({errors or 'no reason given'})")
 
 
-def _title(markdown: str, fallback: str) -> str:
+def _cancelled(job: Job) -> ApiError:
+    return ApiError(
+        f"job {job.id} was cancelled", http_status=409, name="ConflictError", detail_code=40901
+    )
+
+
+def _title(job: Job, markdown: str) -> str:
+    """The title in the document's metadata, else its first heading, else its file name."""
+    if job.document.title:
+        return job.document.title
     match = _HEADING.search(markdown)
-    return match.group(1).strip("*_ ") if match else fallback
+    return match.group(1).strip("*_ ") if match else job.document.original_name

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
 
 from django.core.files.uploadedfile import UploadedFile
 
@@ -19,7 +21,10 @@ from webapp.reader.options import without_fragment
 class Source:
     data: bytes
     filename: str
-    url: str  # where it came from; empty for uploads
+    # What `data.url` and `URL Source:` name: the URL fetched; for a document sent in the
+    # body, the `url` sent beside it (as Reader does), else the file part's name, else
+    # `blob:<sha256>` (Reader's name for a body without one).
+    url: str
 
 
 def blocked(message: str) -> ApiError:
@@ -27,19 +32,30 @@ def blocked(message: str) -> ApiError:
 
 
 def document_source(*, body: dict, url: str | None) -> Source:
+    """The document a request carries (`file` or `pdf`, read first: a `url` beside it is only
+    its source, never fetched), or the one at ``url``."""
+    source_url = without_fragment(url) if url else ""
     for field in ("file", "pdf"):
         value = body.get(field)
         if isinstance(value, UploadedFile):
             upload_size_check(size=value.size)
-            return Source(data=value.read(), filename=value.name or field, url="")
+            name = value.name or field
+            return Source(data=value.read(), filename=name, url=source_url or name)
         if isinstance(value, str) and value.strip():
-            return Source(data=_base64(field, value), filename=f"{field}", url="")
+            data = _base64(field, value)
+            blob = f"blob:{hashlib.sha256(data).hexdigest()}"
+            return Source(data=data, filename=_name_of(source_url) or field, url=source_url or blob)
     if url:
         return _fetched(url)
     raise bad_parameter(
         "nothing to read: send a `url`, or the document as `file` or `pdf` (a file part or a "
         "base64 string), or put the URL in the path (GET /https://example.org/a.pdf)"
     )
+
+
+def _name_of(url: str) -> str:
+    """The last path segment of a URL, as a file name for the stored document."""
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1]) if url else ""
 
 
 def _base64(field: str, value: str) -> bytes:

@@ -22,6 +22,7 @@ from webapp.jobs.waiting import job_wait
 from webapp.reader.anonymous import anonymous_owner
 from webapp.reader.engines import engine_for_model
 from webapp.reader.options import RESPOND_WITH, reader_options
+from webapp.reader.polling import poll_url as capability_poll_url
 from webapp.reader.responses import accepted_response, event_stream, finished_response
 from webapp.reader.sources import document_source
 from webapp.reader.throttles import AnonymousReaderThrottle
@@ -31,7 +32,9 @@ logger = logging.getLogger(__name__)
 READER_HEADERS = [
     OpenApiParameter("X-Respond-With", str, OpenApiParameter.HEADER, enum=list(RESPOND_WITH)),
     OpenApiParameter("X-Page", str, OpenApiParameter.HEADER, description="`3`, `2-5,7`"),
-    OpenApiParameter("X-Timeout", int, OpenApiParameter.HEADER, description="seconds, at most 180"),
+    OpenApiParameter(
+        "X-Timeout", int, OpenApiParameter.HEADER, description="seconds; above 180 read as 180"
+    ),
     OpenApiParameter("X-No-Cache", bool, OpenApiParameter.HEADER),
     OpenApiParameter("X-Cache-Tolerance", int, OpenApiParameter.HEADER, description="seconds"),
     OpenApiParameter("X-Token-Budget", int, OpenApiParameter.HEADER),
@@ -78,14 +81,18 @@ class _ReaderBase(APIView):
             )
         except services.SubmissionError as exc:
             raise submission_api_error(exc) from exc
-        poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
+        if anonymous:
+            # No key to poll the jobs API with: the link itself is the permission.
+            poll_url = capability_poll_url(request, job.id)
+        else:
+            poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
         if options.respond_async:
-            return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
+            return accepted_response(job=job, poll_url=poll_url)
         if options.response_format == "sse":
             return event_stream(job=job, source=source, options=options)
         job = job_wait(job_id=job.id, timeout=options.timeout)
         if not job.is_final:
-            return accepted_response(job=job, poll_url=poll_url, anonymous=anonymous)
+            return accepted_response(job=job, poll_url=poll_url)
         return finished_response(job=job, source=source, options=options)
 
 
@@ -127,7 +134,7 @@ class ReaderView(_ReaderBase):
             "headers": {
                 "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
                 "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
-                "X-Timeout": "seconds to wait, at most 180; a 202 with the job's link after that",
+                "X-Timeout": "seconds to wait (above 180: 180); then a 202 with a poll link",
                 "X-No-Cache": "true to read again instead of using a cached result",
                 "X-Cache-Tolerance": "seconds: the oldest cached result to accept",
                 "X-Token-Budget": "the most tokens to spend",

@@ -23,6 +23,7 @@ from model.documents import DocumentError, DocumentInfo, inspect_document, safe_
 from model.engines.registry import UnknownEngine, engine_names, engine_spec
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
+from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_enqueue
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
@@ -95,6 +96,7 @@ def job_submit(
         replay = _idempotent_replay(owner=owner, key=idempotency_key, fingerprint=fingerprint)
         if replay is not None:
             return replay
+    _engine_served_check(engine)
     # A replay is free; everything else counts, before the costly checks of the document.
     _quota(account_services.request_rate_admit, user=owner)
     submission = submission_validate(
@@ -209,6 +211,7 @@ def _job_write(
                 "mime_type": submission.info.mime_type,
                 "page_count": submission.info.page_count,
                 "original_name": safe_filename(submission.filename),
+                "title": submission.info.title,
                 "size": len(submission.data),
             },
         )
@@ -346,6 +349,14 @@ def _validated_engine(engine: str | None) -> str:
     if engine not in engine_names():  # names only: the web process imports no engine
         raise SubmissionError(str(UnknownEngine(engine)))
     return engine
+
+
+def _engine_served_check(engine: str) -> None:
+    """A job for an engine that no live worker serves would wait for nothing: refuse it
+    while the client is still there to hear why."""
+    refusal = unserved_engine_refusal(engine)
+    if refusal:
+        raise SubmissionError(refusal)
 
 
 def _inspected(data: bytes) -> DocumentInfo:

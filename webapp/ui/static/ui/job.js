@@ -43,6 +43,15 @@
       ? `took ${Folio.duration(p.elapsed_seconds)}`
       : p.eta_seconds === null ? "estimating time left…" : `about ${Folio.duration(p.eta_seconds)} left`;
     root.querySelector("[data-tokens]").textContent = String(job.usage.tokens);
+    const waiting = root.querySelector("[data-waiting]");
+    if (waiting) {
+      waiting.hidden = !job.waiting_for;
+      if (job.waiting_for) {
+        const failsAt = new Date(job.waiting_for.fails_at).toISOString().slice(0, 16).replace("T", " ");
+        waiting.textContent = `Waiting for a worker that serves ${job.waiting_for.engine}: none is ` +
+          `running. Unless one starts, this job fails at ${failsAt} UTC.`;
+      }
+    }
     for (const page of job.pages) {
       const chip = root.querySelector(`[data-chip="${page.number}"]`);
       if (chip) {
