@@ -330,6 +330,27 @@ def test_a_cached_result_returns_without_touching_a_worker(api):
 
 
 @without_worker
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_a_budget_the_cached_pages_already_exceed_is_refused_before_any_work(api, where):
+    data = documents.png_page()
+    cache_page_one(data, markdown="Invoice number 4721 from the cache", output_tokens=50)
+    body = {"pdf": base64.b64encode(data).decode()}
+    headers = {"HTTP_ACCEPT": "application/json"}
+    if where == "header":
+        headers["HTTP_X_TOKEN_BUDGET"] = "10"
+    else:
+        body["tokenBudget"] = 10
+
+    response = api.post("/", body, format="json", **headers)
+
+    assert response.status_code == 409, response.content
+    error = response.json()
+    assert (error["name"], error["status"]) == ("BudgetExceededError", 40904)
+    assert "Token budget (10) exceeded, intended charge amount 50" in error["message"]
+    assert not Job.objects.exists()
+
+
+@without_worker
 def test_no_cache_and_an_old_cache_entry_both_send_the_page_to_a_worker(api):
     data = documents.png_page()
     cache_page_one(data, markdown="cached", age=timedelta(hours=1))

@@ -87,8 +87,8 @@ def budget_exceeded(job: Job) -> ApiError | None:
     if budget is None or charge <= budget:
         return None
     return ApiError(
-        f"Token budget ({budget}) exceeded, intended charge amount {charge}; job {job.id} "
-        f"stopped reading at the budget ({job.pages_done} of {job.pages_total} pages read)",
+        f"Token budget ({budget}) exceeded, intended charge amount {charge}; what was read "
+        f"({job.pages_done} of {job.pages_total} pages) is in the jobs API as job {job.id}",
         http_status=409,
         name="BudgetExceededError",
         detail_code=40904,

@@ -9,6 +9,7 @@ import json
 import logging
 import mimetypes
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -162,10 +163,8 @@ def submission_validate(
 
 
 def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
-    """Store the document's bytes, answer what the result cache holds, and write the job."""
-    stored_name = _store_content(
-        submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
-    )
+    """Answer what the result cache holds, check the token budget against the tokens those
+    pages were counted at, then store the document's bytes and write the job."""
     hits = (
         cached_pages(
             sha256=submission.sha256,
@@ -176,6 +175,15 @@ def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
         )
         if cache.use
         else {}
+    )
+    _token_budget_check(
+        engine=submission.engine,
+        options=submission.options,
+        pages=len(submission.page_numbers),
+        cached=list(hits.values()),
+    )
+    stored_name = _store_content(
+        submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
     )
     try:
         job, document, pages = _job_write(submission, stored_name=stored_name, hits=hits)
@@ -320,18 +328,36 @@ def _job_count_cached_pages(*, job: Job, hits) -> None:
     job.refresh_from_db()
 
 
-def _token_budget_check(*, engine: str, options: JobOptions, pages: int) -> None:
-    """Refuse up front what the page count alone proves is over budget (engines that read
-    pages through a fixed number of visual tokens know their floor per page)."""
-    if options.token_budget is None:
+def _token_budget_check(
+    *, engine: str, options: JobOptions, pages: int, cached: Sequence[CachedPage] = ()
+) -> None:
+    """Refuse before any work what is sure to exceed the budget: the tokens the ``cached``
+    pages were counted at, plus the engine's per-page floor for each page left to read.
+    The message is Reader's (``Token budget (B) exceeded, intended charge amount C``)."""
+    budget = options.token_budget
+    if budget is None:
         return
-    floor = engine_spec(engine).min_input_tokens_per_page * pages
-    if floor > options.token_budget:
-        raise SubmissionError(
-            f"{pages} pages with {engine} take at least {floor} tokens, over the token budget "
-            f"of {options.token_budget}; raise the budget or select fewer pages",
-            kind=Refusal.OVER_BUDGET,
-        )
+    floor = _token_floor(engine)
+    counted = sum(page.input_tokens + page.output_tokens for page in cached)
+    to_read = pages - len(cached)
+    charge = counted + floor * to_read
+    if charge <= budget:
+        return
+    parts = []
+    if cached:
+        parts.append(f"{len(cached)} pages already read cost {counted} tokens")
+    if to_read and floor:
+        parts.append(f"{to_read} pages with {engine} take at least {floor} tokens each")
+    raise SubmissionError(
+        f"Token budget ({budget}) exceeded, intended charge amount {charge} "
+        f"({' and '.join(parts)}); raise the budget or select fewer pages",
+        kind=Refusal.OVER_BUDGET,
+    )
+
+
+def _token_floor(engine: str) -> int:
+    """Input tokens a page costs at least with ``engine`` (0 where a page may cost none)."""
+    return engine_spec(engine).min_input_tokens_per_page
 
 
 def upload_size_check(*, size: int) -> None:
