@@ -16,6 +16,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from model.engines.base import PageResult
+from model.engines.registry import engine_spec
 from tests import documents
 from tests.conftest import client_for
 from tests.document_server import document_server
@@ -347,6 +348,27 @@ def test_a_budget_the_cached_pages_already_exceed_is_refused_before_any_work(api
     error = response.json()
     assert (error["name"], error["status"]) == ("BudgetExceededError", 40904)
     assert "Token budget (10) exceeded, intended charge amount 50" in error["message"]
+    assert not Job.objects.exists()
+
+
+@without_worker
+def test_a_budget_below_the_engines_per_page_floor_is_refused_before_any_work(make_user):
+    floor = engine_spec("jina-ocr-v1").min_input_tokens_per_page
+    assert floor > 0
+
+    with pytest.raises(services.SubmissionError) as refused:
+        services.job_submit(
+            owner=make_user(),
+            data=documents.born_digital_pdf(),
+            filename="report.pdf",
+            engine="jina-ocr-v1",
+            options=JobOptions.parse(token_budget=3 * floor - 1),
+        )
+
+    assert refused.value.kind == "over_budget"
+    assert f"Token budget ({3 * floor - 1}) exceeded, intended charge amount {3 * floor}" in str(
+        refused.value
+    )
     assert not Job.objects.exists()
 
 

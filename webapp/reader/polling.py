@@ -15,7 +15,8 @@ import uuid
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
@@ -25,7 +26,7 @@ from rest_framework.views import APIView
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
 from webapp.jobs.api import ResultNegotiation, job_result_response
 from webapp.jobs.models import Job
-from webapp.jobs.serializers import JobDetailSerializer
+from webapp.jobs.serializers import JobDetailSerializer, PageResultSerializer
 
 _SALT = "folio.reader.poll"
 
@@ -65,7 +66,12 @@ class _CapabilityView(APIView):
 class ReaderPollView(_CapabilityView):
     """``GET /v1/reader/jobs/<token>``: the job, as the jobs API shows it."""
 
-    @extend_schema(responses={200: JobDetailSerializer})
+    @extend_schema(
+        responses={
+            200: JobDetailSerializer,
+            404: OpenApiResponse(description="no such poll link, or it has expired"),
+        }
+    )
     def get(self, request, token: str):
         job = job_for_token(token)
         body = JobDetailSerializer(job, context={"request": request}).data
@@ -83,6 +89,17 @@ class ReaderPollResultView(_CapabilityView):
     renderer_classes = [MarkdownRenderer, JSONRenderer, PdfRenderer]
     content_negotiation_class = ResultNegotiation
 
+    @extend_schema(
+        responses={
+            (200, "text/markdown"): OpenApiResponse(
+                response=OpenApiTypes.STR, description="the pages' Markdown, joined"
+            ),
+            (200, "application/json"): PageResultSerializer(many=True),
+            404: OpenApiResponse(description="no such poll link, or it has expired"),
+            409: OpenApiResponse(description="the job has not finished"),
+            410: OpenApiResponse(description="the results expired (retention)"),
+        }
+    )
     def get(self, request, token: str):
         job = job_for_token(token)
         return job_result_response(
