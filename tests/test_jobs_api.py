@@ -156,12 +156,21 @@ def test_bad_documents_are_refused_with_a_clear_message_and_nothing_is_left(
 
 @without_worker
 def test_a_page_selection_past_the_end_says_how_many_pages_there_are(api):
-    response = submit(api, documents.born_digital_pdf(), "report.pdf", pages="2-9")
+    response = submit(api, documents.born_digital_pdf(), "report.pdf", pages="5-9")
 
     assert response.status_code == 400
     assert response.json()["status"] == 40001
     assert "3 pages" in response.json()["message"]
     assert not Job.objects.exists()
+
+
+@without_worker
+def test_a_range_that_runs_past_the_end_is_clamped_to_the_last_page(api):
+    response = submit(api, documents.born_digital_pdf(), "report.pdf", pages="2-9")
+
+    assert response.status_code == 202, response.content
+    assert response.json()["progress"]["total"] == 2
+    assert sorted(Page.objects.values_list("number", flat=True)) == [2, 3]
 
 
 @without_worker
