@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from django.conf import settings
@@ -14,6 +15,7 @@ logger = logging.getLogger(__name__)
 
 _CACHE_SECONDS = 5.0
 _cache: tuple[float, set[str]] | None = None
+_refreshing = threading.Lock()
 
 
 def serving_engines(*, timeout: float = 1.0, fresh: bool = False) -> set[str]:
@@ -23,18 +25,32 @@ def serving_engines(*, timeout: float = 1.0, fresh: bool = False) -> set[str]:
     now = time.monotonic()
     if not fresh and _cache is not None and now - _cache[0] < _CACHE_SECONDS:
         return _cache[1]
+    # Every submission asks this: while one thread of the process broadcasts, the others
+    # answer with what was known a moment ago instead of each waiting `timeout` themselves.
+    known = None if fresh or _cache is None else _cache[1]
+    if known is None:
+        _refreshing.acquire()
+    elif not _refreshing.acquire(blocking=False):
+        return known
+    try:
+        engines = _ask_workers(timeout=timeout)
+    finally:
+        _refreshing.release()
+    _cache = (time.monotonic(), engines)
+    return engines
+
+
+def _ask_workers(*, timeout: float) -> set[str]:
     with app.connection_for_write() as connection:
         connection.ensure_connection(max_retries=1, timeout=timeout)
         replies = app.control.inspect(timeout=timeout, connection=connection).active_queues() or {}
     prefix = engine_queue("")
-    engines = {
+    return {
         queue["name"].removeprefix(prefix)
         for queues in replies.values()
         for queue in queues
         if queue["name"].startswith(prefix)
     }
-    _cache = (now, engines)
-    return engines
 
 
 def served_engines_or_none(*, fresh: bool = False) -> set[str] | None:
