@@ -15,7 +15,6 @@ import uuid
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import AllowAny
@@ -24,9 +23,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
-from webapp.jobs.api import ResultNegotiation, job_result_response
+from webapp.jobs.api import RESULT_RESPONSES, ResultNegotiation, job_result_response
 from webapp.jobs.models import Job
-from webapp.jobs.serializers import JobDetailSerializer, PageResultSerializer
+from webapp.jobs.serializers import JobDetailSerializer, JobResultQuerySerializer
 
 _SALT = "folio.reader.poll"
 
@@ -90,15 +89,11 @@ class ReaderPollResultView(_CapabilityView):
     content_negotiation_class = ResultNegotiation
 
     @extend_schema(
+        parameters=[JobResultQuerySerializer],
         responses={
-            (200, "text/markdown"): OpenApiResponse(
-                response=OpenApiTypes.STR, description="the pages' Markdown, joined"
-            ),
-            (200, "application/json"): PageResultSerializer(many=True),
+            **RESULT_RESPONSES,
             404: OpenApiResponse(description="no such poll link, or it has expired"),
-            409: OpenApiResponse(description="the job has not finished"),
-            410: OpenApiResponse(description="the results expired (retention)"),
-        }
+        },
     )
     def get(self, request, token: str):
         job = job_for_token(token)
