@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0004_page_quality_signals_and_needs_review"),
+        ("jobs", "0005_page_layout"),
     ]
 
     operations = [
