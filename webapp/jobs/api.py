@@ -199,20 +199,25 @@ class JobResultView(APIView):
 
     @extend_schema(parameters=[JobResultQuerySerializer], responses=RESULT_RESPONSES)
     def get(self, request, job_id):
+        params = result_query(request)  # a bad parameter is a 400 whatever the job
         job = _owned_job(request, job_id)
         return job_result_response(
-            request, job, poll=request.build_absolute_uri(f"/v1/jobs/{job.id}")
+            request, job, params=params, poll=request.build_absolute_uri(f"/v1/jobs/{job.id}")
         )
 
 
-def job_result_response(request, job, *, poll: str) -> HttpResponse:
-    """A finished job's result in the form asked for (``format``, else ``Accept``): the
-    joined Markdown, each page as JSON, the layout blocks, the chunks or a searchable PDF;
-    ``409`` while it runs (saying where to ``poll``), ``410`` once expired. Shared by the jobs
-    API and the Reader's anonymous poll links."""
+def result_query(request) -> dict:
+    """The result's query parameters (``format``, ``max_tokens``, page markers), checked."""
     query = JobResultQuerySerializer(data=request.query_params)
     query.is_valid(raise_exception=True)
-    params = query.validated_data
+    return query.validated_data
+
+
+def job_result_response(request, job, *, params: dict, poll: str) -> HttpResponse:
+    """A finished job's result in the form asked for (``format``, else ``Accept``): the
+    joined Markdown, each page as JSON, the layout blocks, the chunks or a searchable PDF;
+    ``409`` while it runs (saying where to ``poll``), ``410`` once expired. ``params`` come
+    from ``result_query``. Shared by the jobs API and the Reader's anonymous poll links."""
     if job.is_expired:
         raise gone(
             f"the results of job {job.id} expired at {job.expired_at:%Y-%m-%d %H:%M} UTC "

@@ -23,7 +23,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
-from webapp.jobs.api import RESULT_RESPONSES, ResultNegotiation, job_result_response
+from webapp.jobs.api import (
+    RESULT_RESPONSES,
+    ResultNegotiation,
+    job_result_response,
+    result_query,
+)
 from webapp.jobs.models import Job
 from webapp.jobs.serializers import JobDetailSerializer, JobResultQuerySerializer
 
@@ -96,7 +101,7 @@ class ReaderPollResultView(_CapabilityView):
         },
     )
     def get(self, request, token: str):
+        params = result_query(request)
         job = job_for_token(token)
-        return job_result_response(
-            request, job, poll=request.build_absolute_uri(reverse("reader-poll", args=[token]))
-        )
+        poll = request.build_absolute_uri(reverse("reader-poll", args=[token]))
+        return job_result_response(request, job, params=params, poll=poll)
