@@ -312,6 +312,8 @@ def cache_page_one(data: bytes, *, markdown: str, age=timedelta(0), output_token
         options_key=options_key(JobOptions().output_options()),
         page_number=1,
         markdown=markdown,
+        # As a worker stores it: with the page's layout (entries without one are not hits).
+        layout={"blocks": []},
         output_tokens=output_tokens,
         created_at=timezone.now() - age,
     )
