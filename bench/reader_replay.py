@@ -207,7 +207,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     args = parser.parse_args()
-    with embedded_service(1, external=False) as (base_url, key, _):
+    # A loaded machine may take minutes to migrate and start the worker.
+    with embedded_service(1, external=False, ready_timeout=600) as (base_url, key, _):
         results = replay(base_url, key)
     for result in results:
         if args.json:

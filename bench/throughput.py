@@ -104,7 +104,10 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def embedded_service(
-    processes: int, external: bool, extra_env: dict[str, str] | None = None
+    processes: int,
+    external: bool,
+    extra_env: dict[str, str] | None = None,
+    ready_timeout: float = 120,
 ) -> Iterator[tuple[str, str, int]]:
     """`python -m webapp.embedded` on a free loopback port with a fresh var dir: yields its
     base URL, an API key and its pid, and stops it (the whole process group) afterwards."""
@@ -124,7 +127,7 @@ def embedded_service(
     )  # fmt: skip
     base_url = f"http://127.0.0.1:{env['PORT']}"
     try:
-        wait_ready(base_url, service, scratch)
+        wait_ready(base_url, service, scratch, timeout=ready_timeout)
         key = subprocess.run(
             [sys.executable, "manage.py", "createapikey", "bench"],
             cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
