@@ -32,6 +32,7 @@ test-fast: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/throughput.py

@@ -145,12 +145,14 @@ class AsyncClient:
 
     async def result_blocks(self, job_id: str) -> dict[str, Any]:
         """Every page's layout blocks: type, Markdown, box in points (origin top-left)."""
-        return (await self._send(_calls.result_format(job_id, "blocks"))).json()
+        blocks: dict[str, Any] = (await self._send(_calls.result_format(job_id, "blocks"))).json()
+        return blocks
 
     async def result_chunks(self, job_id: str, *, max_tokens: int | None = None) -> dict[str, Any]:
         """Heading-aware chunks, each with its heading path, pages and boxes."""
         call = _calls.result_format(job_id, "chunks", max_tokens=max_tokens)
-        return (await self._send(call)).json()
+        chunks: dict[str, Any] = (await self._send(call)).json()
+        return chunks
 
     async def result_pdf(self, job_id: str) -> bytes:
         """The searchable PDF: scans with an invisible text layer, born-digital pages as is."""

@@ -27,7 +27,7 @@ from rich.markup import escape
 from folio_client import render
 from folio_client.aio import AsyncClient
 from folio_client.client import Client
-from folio_client.convert import ConvertOptions, Run, convert_all
+from folio_client.convert import ConvertOptions, Display, Run, convert_all
 from folio_client.errors import ConfigError, FolioError, WaitTimeout
 from folio_client.plan import PlanError, plan
 from folio_client.progress import LineDisplay, LiveDisplay, QuietDisplay
@@ -160,7 +160,7 @@ def cmd_convert(args: argparse.Namespace, out: Console, err: Console) -> int:
     run = Run(items=items, options=options)
     client = AsyncClient(args.url, args.api_key, max_connections=max(10, 2 * args.concurrency))
 
-    async def go(display) -> None:
+    async def go(display: Display) -> None:
         async with client:
             await convert_all(client, run, display)
 

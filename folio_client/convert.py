@@ -152,7 +152,8 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
             item=item, status="failed", job_id=job_id, reason=f"{type(exc).__name__}: {exc}"
         )
     # Not in a `finally`: a run that is being interrupted must still see this job to cancel it.
-    run.in_flight.pop(job_id, None)
+    if job_id is not None:
+        run.in_flight.pop(job_id, None)
     outcome.seconds = time.monotonic() - started
     display.finished(outcome)
     return outcome

@@ -36,7 +36,7 @@ class Progress:
         return self.done + self.failed + self.cancelled
 
     @classmethod
-    def from_json(cls, data: dict) -> Progress:
+    def from_json(cls, data: dict[str, Any]) -> Progress:
         return cls(
             total=int(data.get("total") or 0),
             done=int(data.get("done") or 0),
@@ -56,7 +56,7 @@ class Usage:
     engine_seconds: float = 0.0
 
     @classmethod
-    def from_json(cls, data: dict | None) -> Usage:
+    def from_json(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         input_tokens = int(data.get("input_tokens") or 0)
         output_tokens = int(data.get("output_tokens") or 0)
@@ -78,7 +78,7 @@ class DocumentInfo:
     sha256: str
 
     @classmethod
-    def from_json(cls, data: dict | None) -> DocumentInfo:
+    def from_json(cls, data: dict[str, Any] | None) -> DocumentInfo:
         data = data or {}
         return cls(
             id=str(data.get("id") or ""),
@@ -106,7 +106,7 @@ class PageStatus:
     error: str = ""
 
     @classmethod
-    def _fields(cls, data: dict) -> dict[str, Any]:
+    def _fields(cls, data: dict[str, Any]) -> dict[str, Any]:
         return {
             "number": int(data["number"]),
             "status": str(data.get("status") or ""),
@@ -123,7 +123,7 @@ class PageStatus:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> PageStatus:
+    def from_json(cls, data: dict[str, Any]) -> PageStatus:
         return cls(**cls._fields(data))
 
 
@@ -132,7 +132,7 @@ class PageResult(PageStatus):
     markdown: str = ""
 
     @classmethod
-    def from_json(cls, data: dict) -> PageResult:
+    def from_json(cls, data: dict[str, Any]) -> PageResult:
         return cls(**cls._fields(data), markdown=str(data.get("markdown") or ""))
 
 
@@ -156,7 +156,7 @@ class Job:
     # The engine this job waits for while no live worker serves it ("" otherwise); the
     # server fails the job if none comes back in time (``raw["waiting_for"]["fails_at"]``).
     waiting_for: str = ""
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def is_final(self) -> bool:
@@ -184,7 +184,7 @@ class Job:
         return "; ".join(reasons) or self.status
 
     @classmethod
-    def from_json(cls, data: dict) -> Job:
+    def from_json(cls, data: dict[str, Any]) -> Job:
         pages = data.get("pages")
         return cls(
             id=str(data["id"]),
@@ -215,14 +215,14 @@ class JobResult:
     status: str
     pages: list[PageResult]
     usage: Usage
-    raw: dict = field(default_factory=dict, repr=False, compare=False)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def markdown(self) -> str:
         return "\n\n".join(page.markdown.strip() for page in self.pages if page.markdown)
 
     @classmethod
-    def from_json(cls, data: dict) -> JobResult:
+    def from_json(cls, data: dict[str, Any]) -> JobResult:
         return cls(
             id=str(data.get("id") or ""),
             status=str(data.get("status") or ""),
@@ -244,7 +244,7 @@ class JobList:
     results: list[Job]
 
     @classmethod
-    def from_json(cls, data: dict) -> JobList:
+    def from_json(cls, data: dict[str, Any]) -> JobList:
         return cls(
             count=int(data.get("count") or 0),
             page=int(data.get("page") or 1),

@@ -100,7 +100,8 @@ def plan(paths: list[Path], *, out: Path | None, fmt: str) -> list[Item]:
     by_stem: dict[Path, list[Path]] = defaultdict(list)
     for file, relative in unique:
         by_stem[target(file, relative).with_suffix("")].append(file)
-    items, outputs = [], {}
+    items: list[Item] = []
+    outputs: dict[Path, Path] = {}
     for file, relative in unique:
         base = target(file, relative)
         crowded = len(by_stem[base.with_suffix("")]) > 1

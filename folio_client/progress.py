@@ -116,7 +116,7 @@ class LiveDisplay:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.live.__exit__(*exc)
+        self.live.stop()
 
     def _describe(self) -> str:
         return f"files {self.files_done}/{self.files}"

@@ -12,7 +12,9 @@ import re
 import threading
 import unicodedata
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pymupdf
 from PIL import Image, UnidentifiedImageError
@@ -135,7 +137,7 @@ def _inspect_pdf(data: bytes) -> tuple[int, str]:
             page = doc.load_page(index)
             if page.rect.is_empty:
                 raise CorruptDocument(f"page {index + 1} of the PDF has no size")
-        return page_count, metadata_title(doc.metadata)
+        return int(page_count), metadata_title(doc.metadata)
     except (pymupdf.FileDataError, RuntimeError, ValueError) as exc:
         if isinstance(exc, DocumentError):
             raise
@@ -149,7 +151,7 @@ _PLACEHOLDER_TITLES = {"untitled", "untitled document", "no title", "title", "do
 MAX_TITLE_LENGTH = 300
 
 
-def metadata_title(metadata: dict | None) -> str:
+def metadata_title(metadata: Mapping[str, Any] | None) -> str:
     """A PDF's /Title, one line, or "" when it has none worth showing."""
     title = " ".join(str((metadata or {}).get("title") or "").split())[:MAX_TITLE_LENGTH]
     return "" if title.lower() in _PLACEHOLDER_TITLES else title

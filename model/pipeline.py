@@ -8,7 +8,7 @@ import time
 
 from model.engines.base import Engine, EngineOptions, PageInput, PageResult
 from model.layout import page_size_points
-from model.layout.schema import whole_page_layout
+from model.layout.schema import PageLayout, whole_page_layout
 from model.quality.signals import quality_report
 from model.textnorm import normalize_markdown
 from model.tokens import count_tokens
@@ -50,7 +50,7 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
     return result
 
 
-def _whole_page(page: PageInput, result: PageResult):
+def _whole_page(page: PageInput, result: PageResult) -> PageLayout | None:
     """One block over the whole page, for an engine that does not say where its text is."""
     try:
         size = page_size_points(page.data, page.mime_type, page.page_number)

@@ -9,6 +9,7 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image
 
@@ -334,10 +335,13 @@ def vlm_markdown(
     """
     found: list[Figure] = []
 
-    def replace(match: re.Match) -> str:
+    def replace(match: re.Match[str]) -> str:
         if match.group("label").strip() != FIGURE_LABEL:
             return ""
-        boxes = [tuple(int(v) for v in b) for b in _BOX.findall(match.group("boxes"))]
+        boxes = [
+            (int(x0), int(y0), int(x1), int(y1))
+            for x0, y0, x1, y1 in _BOX.findall(match.group("boxes"))
+        ]
         if not figures or not boxes:
             return ""
         links = []
@@ -355,7 +359,7 @@ def vlm_markdown(
     return tidy_markdown(text), found
 
 
-def figure_reports(page: Image.Image, figures: Iterable[Figure]) -> list[dict]:
+def figure_reports(page: Image.Image, figures: Iterable[Figure]) -> list[dict[str, Any]]:
     """The figures as an engine reports them in ``PageResult.extra["figures"]``: name, box on
     the page, and the crop's PNG (base64; the service stores it and drops the bytes)."""
     return [

@@ -35,7 +35,7 @@ def render_zoom(page_rect: pymupdf.Rect, long_side: int = DEFAULT_LONG_SIDE) -> 
         raise CorruptDocument("the page has no size")
     pixels = points * RENDER_DPI / 72
     target = min(max(pixels, min(MIN_LONG_SIDE, long_side)), long_side)
-    return target / points
+    return float(target / points)
 
 
 def open_page_image(

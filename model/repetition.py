@@ -8,7 +8,7 @@ many copies of one token sequence, is flagged here and transcribed again without
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 # Longest repeating unit looked for, in tokens: a table row or a few lines of a list.
@@ -36,8 +36,9 @@ class Verdict:
     tail: Tail | None
 
 
-def periodic_tail(token_ids: Sequence[int], max_period: int = MAX_PERIOD) -> Tail | None:
-    """The longest suffix that repeats one unit, over units of 1..max_period tokens."""
+def periodic_tail(token_ids: Sequence[Hashable], max_period: int = MAX_PERIOD) -> Tail | None:
+    """The longest suffix that repeats one unit, over units of 1..max_period tokens (token
+    ids, or words: anything compared by equality)."""
     n = len(token_ids)
     best: Tail | None = None
     for period in range(1, min(max_period, n // 2) + 1):

@@ -85,11 +85,11 @@ def _normalize_block(text: str, steps: set[str]) -> str:
 def _join_broken_words(text: str) -> str:
     # Only inside a paragraph: a line that is a table row, a heading or a list item is its
     # own unit, and a hyphen ending it is the writer's.
-    def join(match: re.Match) -> str:
+    def join(match: re.Match[str]) -> str:
         start = text.rfind("\n", 0, match.start()) + 1
         line = text[start : match.start()].lstrip()
         if line.startswith(("|", "#", "<")):
-            return match.group(0)
+            return str(match.group(0))
         return ""
 
     return _BROKEN_WORD.sub(join, text)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 logger = logging.getLogger("folio.embedded")
@@ -83,7 +84,8 @@ def main() -> int:
     while not stopping:
         for child in children:
             if child.poll() is not None:
-                logger.error("%s exited with %s; stopping", child.args[2], child.returncode)
+                name = cast(list[str], child.args)[2]  # the module after `python -m`
+                logger.error("%s exited with %s; stopping", name, child.returncode)
                 stopping, exit_code = True, 1
         time.sleep(0.5)
     for child in children:

@@ -7,6 +7,7 @@ broker on localhost (``make run`` starts an embedded one and points FOLIO_BROKER
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -105,7 +106,7 @@ STATIC_ROOT = VAR_DIR / "static"
 # FOLIO_STORAGE: "filesystem" (MEDIA_ROOT, one host) or "s3" (a bucket every host shares);
 # webapp/storage_config.py checks the chosen storage's settings here, at start.
 FOLIO_STORAGE = storage_kind()
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": default_storage_config(media_root=MEDIA_ROOT),
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }

@@ -7,7 +7,7 @@ one page at a time, possibly from several threads at once up to ``max_pages_in_f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from model.layout import PageLayout
@@ -43,7 +43,7 @@ class EngineOptions:
     normalize: str = ""
 
     @classmethod
-    def from_dict(cls, options: dict) -> EngineOptions:
+    def from_dict(cls, options: dict[str, Any]) -> EngineOptions:
         """The engine's share of a job's options (the rest, like a token budget, is the
         service's business)."""
         return cls(**{name: options[name] for name in cls.__dataclass_fields__ if name in options})
@@ -58,7 +58,7 @@ class PageResult:
     engine_seconds: float = 0.0
     # How the text was obtained ("text-layer", "ocr", "vlm", ...): shown per page.
     method: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     # Where the text is on the page (blocks with boxes, and OCR'd words), where the engine
     # knows; the pipeline gives the others one block covering the page.
     layout: PageLayout | None = None

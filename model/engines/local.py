@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
+from collections import defaultdict
 from typing import Any, ClassVar
 
 import numpy as np
@@ -146,7 +146,7 @@ class LocalEngine:
 
     def _ocr_read(
         self, image: Image.Image, *, page_size: tuple[float, float] | None = None
-    ) -> tuple[str, int, float | None, PageLayout | None, list[list]]:
+    ) -> tuple[str, int, float | None, PageLayout | None, list[list[Any]]]:
         """… and the mean recognition confidence over its lines, weighted by their length
         (a quality signal: noisy and blurred scans score visibly lower), and with a
         ``page_size`` in points, the page's layout (blocks and words); and the lines
@@ -197,7 +197,7 @@ def _one_line_pdf(text: str) -> bytes:
         doc = pymupdf.open()
         doc.new_page(width=595, height=842).insert_text((72, 100), text, fontsize=24)
         try:
-            return doc.tobytes()
+            return bytes(doc.tobytes())
         finally:
             doc.close()
 
@@ -221,7 +221,7 @@ def _image_coverage(page: pymupdf.Page) -> float:
     covered = max(
         (abs(pymupdf.Rect(info["bbox"]) & page.rect) for info in page.get_image_info()), default=0.0
     )
-    return covered / area
+    return float(covered / area)
 
 
 def _pdf_page_image(page: pymupdf.Page) -> Image.Image:
@@ -313,7 +313,7 @@ def _page_rotation(boxes: list[TextBox], pixels: np.ndarray, classifier: Any) ->
     vertical = sum(1 for b in boxes if b.height >= 1.5 * (b.x1 - b.x0))
     sideways = vertical > len(boxes) / 2
     sample = sorted(boxes, key=lambda b: max(b.height, b.x1 - b.x0), reverse=True)
-    votes: Counter[str] = Counter()
+    votes: defaultdict[str, float] = defaultdict(float)
     for box in sample[:ORIENTATION_SAMPLE]:
         crop = pixels[int(box.y0) : int(box.y1) + 1, int(box.x0) : int(box.x1) + 1]
         if crop.size == 0:

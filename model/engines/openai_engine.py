@@ -132,6 +132,7 @@ class OpenAIEngine:
                     limits=httpx.Limits(max_connections=config.concurrency),
                 )
                 self._slots = threading.BoundedSemaphore(config.concurrency)
+            assert self._slots is not None  # made with the client, above
             return self._client, self._slots
 
     def _complete(self, image_url: str) -> tuple[_Answer, int]:

@@ -20,7 +20,7 @@ import importlib
 import os
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from model.engines.base import Engine
@@ -51,7 +51,7 @@ class EngineSpec:
     min_input_tokens_per_page: int = 0
 
     def engine_class(self) -> type[Engine]:
-        return _import(self.import_path)
+        return cast("type[Engine]", _import(self.import_path))
 
     def config_class(self) -> type[Any] | None:
         return None if self.config_path is None else _import(self.config_path)
@@ -166,7 +166,7 @@ def engine_class(name: str) -> type[Engine]:
         path = engine_paths()[name]
     except KeyError:
         raise UnknownEngine(name) from None
-    return _import(path)
+    return cast("type[Engine]", _import(path))
 
 
 @cache

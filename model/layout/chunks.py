@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.layout.schema import Block, PageLayout
 from model.tokens import count_tokens
@@ -37,7 +38,7 @@ class Chunk:
     tokens: int = 0
     headings: list[str] = field(default_factory=list)
     pages: list[int] = field(default_factory=list)
-    boxes: list[dict] = field(default_factory=list)
+    boxes: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, text: str, tokens: int, page: int, index: int, block: Block) -> None:
         self.text = f"{self.text}\n\n{text}" if self.text else text
@@ -48,7 +49,7 @@ class Chunk:
         if box not in self.boxes:
             self.boxes.append(box)
 
-    def to_dict(self, index: int) -> dict:
+    def to_dict(self, index: int) -> dict[str, Any]:
         return {
             "index": index,
             "text": self.text,
@@ -61,7 +62,7 @@ class Chunk:
 
 def chunk_document(
     pages: Iterable[tuple[int, PageLayout]], *, max_tokens: int = DEFAULT_MAX_TOKENS
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Chunks over the pages' blocks (``(page number, layout)`` in page order)."""
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []  # (level, heading text)

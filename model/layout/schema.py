@@ -3,7 +3,9 @@ the page's size alongside, and the words of OCR'd pages."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.documents import MUPDF_LOCK, PDF, open_image
 from model.rendering import open_pdf_page
@@ -37,8 +39,12 @@ class Block:
     level: int | None = None  # headings: 1 for "#", 2 for "##", ...
     confidence: float | None = None  # where the engine gives one (OCR: mean line score)
 
-    def to_dict(self) -> dict:
-        out: dict = {"type": self.type, "markdown": self.markdown, "bbox": _rounded(self.bbox)}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "markdown": self.markdown,
+            "bbox": _rounded(self.bbox),
+        }
         if self.level is not None:
             out["level"] = self.level
         if self.confidence is not None:
@@ -46,11 +52,11 @@ class Block:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> Block:
+    def from_dict(cls, data: dict[str, Any]) -> Block:
         return cls(
             type=data["type"],
             markdown=data.get("markdown", ""),
-            bbox=tuple(data["bbox"]),  # type: ignore[arg-type]
+            bbox=tuple(data["bbox"]),
             level=data.get("level"),
             confidence=data.get("confidence"),
         )
@@ -71,7 +77,7 @@ class PageLayout:
     # OCR'd pages only: each recognized word and its box, for the searchable PDF.
     words: list[Word] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out = {
             "width": round(self.width, 2),
             "height": round(self.height, 2),
@@ -84,7 +90,7 @@ class PageLayout:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> PageLayout:
+    def from_dict(cls, data: dict[str, Any]) -> PageLayout:
         return cls(
             width=float(data["width"]),
             height=float(data["height"]),
@@ -93,7 +99,7 @@ class PageLayout:
             words=[Word(str(w[0]), (w[1], w[2], w[3], w[4])) for w in data.get("words", [])],
         )
 
-    def with_markdown(self, rewrite) -> PageLayout:
+    def with_markdown(self, rewrite: Callable[[str], str]) -> PageLayout:
         """The same layout with each block's Markdown passed through ``rewrite`` (the text
         normalisation the page's Markdown went through)."""
         blocks = [
@@ -130,7 +136,7 @@ def page_size_points(data: bytes, mime_type: str, page_number: int) -> tuple[flo
     return width * 72.0 / dpi, height * 72.0 / dpi
 
 
-def image_dpi(info: dict) -> float:
+def image_dpi(info: Mapping[Any, Any]) -> float:
     dpi = info.get("dpi")
     try:
         value = float(dpi[0]) if dpi else 0.0
@@ -140,5 +146,5 @@ def image_dpi(info: dict) -> float:
     return value if 50 <= value <= 2400 else DEFAULT_IMAGE_DPI
 
 
-def _rounded(box) -> list[float]:
+def _rounded(box: Iterable[float]) -> list[float]:
     return [round(float(v), 2) for v in box]

@@ -51,7 +51,7 @@ def searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> by
                     continue
                 writer.add(out[index], page.layout)
             out.set_metadata({"producer": "Folio (PyMuPDF)", "creator": "Folio"})
-            return out.tobytes(garbage=3, deflate=True)
+            return bytes(out.tobytes(garbage=3, deflate=True))
         finally:
             out.close()
 

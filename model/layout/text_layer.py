@@ -9,6 +9,7 @@ the fact.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from model.layout.schema import Block, PageLayout
 from model.postprocess import tidy_markdown
@@ -30,7 +31,7 @@ _TYPES = {
 _HEADING = re.compile(r"^(#{1,6}) ")
 
 
-def text_layer_layout(chunk: dict, size: tuple[float, float]) -> PageLayout:
+def text_layer_layout(chunk: dict[str, Any], size: tuple[float, float]) -> PageLayout:
     """The page's blocks from one ``pymupdf4llm.to_markdown(..., page_chunks=True)`` chunk.
 
     Boxes whose Markdown was left out (running heads when they are dropped) are left out
@@ -48,7 +49,7 @@ def text_layer_layout(chunk: dict, size: tuple[float, float]) -> PageLayout:
     return PageLayout(width, height, blocks, "text-layer")
 
 
-def _block(kind: str, markdown: str, bbox) -> Block:
+def _block(kind: str, markdown: str, bbox: Any) -> Block:
     level = None
     heading = _HEADING.match(markdown)
     if kind in ("title", "heading"):

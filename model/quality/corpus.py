@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 from PIL import Image, ImageFilter
@@ -61,7 +62,7 @@ def _sentences(start: int, count: int) -> list[str]:
 class Doc:
     name: str
     pages: list[bytes] | bytes
-    tests: list[dict]
+    tests: list[dict[str, Any]]
     category: str
 
 
@@ -78,7 +79,7 @@ def _html_pdf(pages: list[str], *, header: str = "", footer: str = "") -> bytes:
                 pymupdf.Rect(60, 790, 535, 820), f"<p style='text-align:center'>{text}</p>", css=CSS
             )
     try:
-        return doc.tobytes(garbage=3, deflate=True)
+        return bytes(doc.tobytes(garbage=3, deflate=True))
     finally:
         doc.close()
 
@@ -94,12 +95,12 @@ def _columns_pdf(columns: list[list[str]], title: str) -> bytes:
         html = "".join(f"<p style='text-align:justify'>{p}</p>" for p in paragraphs)
         page.insert_htmlbox(pymupdf.Rect(x0, 120, x0 + width, 770), html, css=CSS)
     try:
-        return doc.tobytes(garbage=3, deflate=True)
+        return bytes(doc.tobytes(garbage=3, deflate=True))
     finally:
         doc.close()
 
 
-def _t(kind: str, **fields: object) -> dict:
+def _t(kind: str, **fields: object) -> dict[str, Any]:
     return {"type": kind, **fields}
 
 
@@ -238,7 +239,7 @@ def _scan(pdf: bytes, transform: Callable[[Image.Image], Image.Image]) -> bytes:
     page = out.new_page(width=A4.width, height=A4.width * image.height / image.width)
     page.insert_image(page.rect, stream=buffer.getvalue())
     try:
-        return out.tobytes(deflate=True)
+        return bytes(out.tobytes(deflate=True))
     finally:
         out.close()
 
@@ -250,6 +251,7 @@ def _noise(sigma: float, seed: int) -> Callable[[Image.Image], Image.Image]:
         # Salt-and-pepper specks as well: dust on the platen.
         specks = image.copy()
         pixels = specks.load()
+        assert pixels is not None  # a loaded image always has its pixels
         for _ in range(int(image.width * image.height * sigma / 20000)):
             x, y = rng.randrange(image.width), rng.randrange(image.height)
             pixels[x, y] = 0 if rng.random() < 0.5 else 255
@@ -263,7 +265,9 @@ def _blur(radius: float) -> Callable[[Image.Image], Image.Image]:
 
 
 def _rotate(degrees: float) -> Callable[[Image.Image], Image.Image]:
-    return lambda image: image.rotate(degrees, expand=True, fillcolor=255, resample=Image.BICUBIC)
+    return lambda image: image.rotate(
+        degrees, expand=True, fillcolor=255, resample=Image.Resampling.BICUBIC
+    )
 
 
 SCAN_TEXT = _sentences(0, 5)
@@ -275,7 +279,7 @@ def _scan_source() -> bytes:
 
 
 def scan(name: str, transform: Callable[[Image.Image], Image.Image], category: str) -> Doc:
-    tests: list[dict] = [
+    tests: list[dict[str, Any]] = [
         _t("present", page=1, text=s, max_diffs=3, category=category) for s in SCAN_TEXT
     ]
     tests.append(_t("order", page=1, before=SCAN_TEXT[0], after=SCAN_TEXT[-1], max_diffs=3))

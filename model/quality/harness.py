@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from model.documents import PDF
 from model.engines.base import Engine, EngineError, EngineOptions, PageInput
@@ -26,7 +27,7 @@ class PageRun:
     seconds: float
     method: str = ""
     error: str = ""
-    quality: dict = field(default_factory=dict)
+    quality: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

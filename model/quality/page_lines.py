@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 from model.quality.checks import normalize_text
 
@@ -37,7 +38,7 @@ class Line:
     confidence: float | None = None  # the OCR's, for OCR lines
 
 
-def pdf_lines(page_dict: dict) -> list[Line]:
+def pdf_lines(page_dict: dict[str, Any]) -> list[Line]:
     """The lines of a PyMuPDF ``get_text("dict")`` page, each marked formula-shaped or not."""
     lines = []
     for block in page_dict.get("blocks", []):
@@ -51,7 +52,7 @@ def pdf_lines(page_dict: dict) -> list[Line]:
     return lines
 
 
-def _formula_shaped(spans: list[dict]) -> bool:
+def _formula_shaped(spans: list[dict[str, Any]]) -> bool:
     visible = sum(len(s["text"].replace(" ", "")) for s in spans)
     if not visible:
         return False

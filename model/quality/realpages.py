@@ -84,7 +84,7 @@ def referenced_documents(root: Path = CORPUS) -> dict[str, Path]:
 
 def page_count(path: Path) -> int:
     with pymupdf.open(path) as doc:
-        return doc.page_count
+        return int(doc.page_count)
 
 
 def pages_to_run(tests: Iterable[PageTest], root: Path = CORPUS) -> list[tuple[str, int]]:
@@ -105,7 +105,7 @@ def scan_name(pdf: str, page: int) -> str:
 def degrade(image: Image.Image, seed: int) -> Image.Image:
     """Skew, blur, noise: the defects of a real scan, at a level OCR survives."""
     skew = SCAN_SKEW_DEGREES if seed % 2 else -SCAN_SKEW_DEGREES
-    image = image.rotate(skew, expand=True, fillcolor=255, resample=Image.BICUBIC)
+    image = image.rotate(skew, expand=True, fillcolor=255, resample=Image.Resampling.BICUBIC)
     image = image.filter(ImageFilter.GaussianBlur(SCAN_BLUR_RADIUS))
     rng = np.random.default_rng(seed)
     noise = rng.normal(0.0, SCAN_NOISE_SIGMA, size=(image.height, image.width))
@@ -128,7 +128,7 @@ def scan_page(pdf_path: Path, page: int) -> bytes:
     try:
         target = out.new_page(width=width, height=width * image.height / image.width)
         target.insert_image(target.rect, stream=buffer.getvalue())
-        return out.tobytes(deflate=True)
+        return bytes(out.tobytes(deflate=True))
     finally:
         out.close()
 

@@ -11,6 +11,7 @@ failing signal (every failing signal has a severity of at least 0.5).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -38,7 +39,7 @@ def review_score(signals: list[Signal]) -> float:
     return round(1.0 - passing, 3)
 
 
-def verdict(signals: list[Signal], threshold: float = DEFAULT_THRESHOLD) -> dict:
+def verdict(signals: list[Signal], threshold: float = DEFAULT_THRESHOLD) -> dict[str, Any]:
     """The quality report stored with a page: its score, the verdict at ``threshold``, the
     reasons (failing signals, most severe first) and every signal's value."""
     failing = sorted((s for s in signals if not s.ok), key=lambda s: -s.weight)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from model.quality.harness import Report
 from model.quality.review import DEFAULT_THRESHOLD, needs_review
@@ -45,7 +46,7 @@ class Confusion:
         total = self.false_flags + self.clean
         return self.false_flags / total if total else None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "recall": self.recall,
             "false_flag_rate": self.false_flag_rate,
@@ -62,7 +63,7 @@ class ReviewReport:
     flag: Confusion
     per_signal: dict[str, Confusion]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "flag": self.flag.as_dict(),
             "per_signal": {name: c.as_dict() for name, c in sorted(self.per_signal.items())},

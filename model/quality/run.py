@@ -15,6 +15,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from model.engines.base import EngineOptions
 from model.engines.registry import load_engine
@@ -41,8 +42,8 @@ def parse_options(pairs: list[str]) -> EngineOptions:
     return EngineOptions.from_dict(values)
 
 
-def report_dict(report: Report) -> dict:
-    def rate(r):  # noqa: ANN001, ANN202 - a local formatter
+def report_dict(report: Report) -> dict[str, Any]:
+    def rate(r: Any) -> dict[str, Any]:
         return {"passed": r.passed, "total": r.total, "rate": r.value, "ci95": [r.low, r.high]}
 
     return {

@@ -17,6 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import Any
 
 import numpy as np
 import pymupdf
@@ -66,7 +67,7 @@ class _TagBalance(HTMLParser):
         self.stack: list[str] = []
         self.errors: list[str] = []
 
-    def handle_starttag(self, tag: str, attrs: list) -> None:
+    def handle_starttag(self, tag: str, attrs: list[Any]) -> None:
         if tag in _TABLE_TAGS:
             self.stack.append(tag)
 
@@ -310,7 +311,7 @@ def page_signals(
 
 def quality_report(
     page: PageInput, result: PageResult, threshold: float = DEFAULT_THRESHOLD
-) -> dict:
+) -> dict[str, Any]:
     """The page's signals, review score and verdict, as stored in
     ``PageResult.extra["quality"]``."""
     confidence = result.extra.get("ocr_confidence")
@@ -324,6 +325,6 @@ def quality_report(
     return verdict(signals, threshold)
 
 
-def ocr_lines(raw: list | None) -> list[Line]:
+def ocr_lines(raw: list[Any] | None) -> list[Line]:
     """The engine's OCR lines, ``[x0, y0, x1, y1, confidence, text]`` in image pixels."""
     return [Line(x0, y0, x1, y1, text, confidence=conf) for x0, y0, x1, y1, conf, text in raw or []]

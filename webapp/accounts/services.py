@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import F
 from django.utils import timezone
 
@@ -34,11 +34,11 @@ def key_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def user_get_or_create(*, username: str) -> tuple[AbstractBaseUser, bool]:
+def user_get_or_create(*, username: str) -> tuple[User, bool]:
     return get_user_model().objects.get_or_create(username=username)
 
 
-def api_key_create(*, user: AbstractBaseUser, name: str = "") -> IssuedKey:
+def api_key_create(*, user: User, name: str = "") -> IssuedKey:
     secret = KEY_PREFIX + secrets.token_urlsafe(32)
     api_key = ApiKey.objects.create(
         user=user, name=name, prefix=secret[:PREFIX_LENGTH], digest=key_digest(secret)
@@ -64,9 +64,7 @@ def api_key_revoke(*, api_key: ApiKey) -> None:
     ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
-def user_ensure_admin(
-    *, username: str, password: str, email: str = ""
-) -> tuple[AbstractBaseUser, bool]:
+def user_ensure_admin(*, username: str, password: str, email: str = "") -> tuple[User, bool]:
     """Create the admin, or make an existing user one with this password (idempotent, so a
     container can run it at every start)."""
     user, created = get_user_model().objects.get_or_create(
@@ -78,7 +76,7 @@ def user_ensure_admin(
     return user, created
 
 
-def api_key_revoke_owned(*, user: AbstractBaseUser, key_id: int) -> bool:
+def api_key_revoke_owned(*, user: User, key_id: int) -> bool:
     """Revoke one of ``user``'s keys; ``False`` if there is no such key of theirs."""
     api_key = ApiKey.objects.filter(user=user, pk=key_id).first()
     if api_key is None:
@@ -106,7 +104,7 @@ class Limits:
     requests_per_minute: int
 
 
-def limits_for(*, user: AbstractBaseUser) -> Limits:
+def limits_for(*, user: User) -> Limits:
     own = AccountLimits.objects.filter(user=user).first()
 
     def pick(value: int | None, default: int) -> int:
@@ -128,9 +126,7 @@ def _window(kind: str, now: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _take(
-    *, user: AbstractBaseUser, kind: str, amount: int, limit: int, now: datetime
-) -> int | None:
+def _take(*, user: User, kind: str, amount: int, limit: int, now: datetime) -> int | None:
     """Add ``amount`` to the current window if it stays within ``limit``; otherwise answer the
     seconds until the window ends. One conditional UPDATE: racing requests cannot both pass."""
     start, end = _window(kind, now)
@@ -143,7 +139,7 @@ def _take(
     return max(1, int((end - now).total_seconds() + 0.999))
 
 
-def request_rate_admit(*, user: AbstractBaseUser, now: datetime | None = None) -> None:
+def request_rate_admit(*, user: User, now: datetime | None = None) -> None:
     """Count one submission against the user's requests-per-minute limit, or refuse it."""
     limit = limits_for(user=user).requests_per_minute
     if not limit:
@@ -157,7 +153,7 @@ def request_rate_admit(*, user: AbstractBaseUser, now: datetime | None = None) -
         )
 
 
-def page_quota_check(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+def page_quota_check(*, user: User, pages: int, now: datetime | None = None) -> None:
     """Refuse early, without counting, what ``page_quota_take`` would refuse now (so that a
     refused upload is not even stored)."""
     limit = limits_for(user=user).pages_per_day
@@ -188,7 +184,7 @@ def _refuse_whole_day(*, pages: int, limit: int) -> None:
     )
 
 
-def page_quota_take(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+def page_quota_take(*, user: User, pages: int, now: datetime | None = None) -> None:
     """Count ``pages`` against today's (UTC) page quota, or refuse them. Call it inside the
     transaction that creates the job, so a submission that fails later gives them back."""
     limit = limits_for(user=user).pages_per_day
@@ -215,7 +211,7 @@ def page_quota_take(*, user: AbstractBaseUser, pages: int, now: datetime | None 
         )
 
 
-def quota_check(*, user: AbstractBaseUser, pages: int, now: datetime | None = None) -> None:
+def quota_check(*, user: User, pages: int, now: datetime | None = None) -> None:
     """Both limits for a submission that does not go through ``job_submit`` (which applies
     them itself): counts one request and ``pages`` pages, or raises ``QuotaExceeded``."""
     request_rate_admit(user=user, now=now)

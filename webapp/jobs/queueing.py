@@ -4,6 +4,7 @@ the worker's code (so the web process loads no engine)."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable
 
 from kombu.exceptions import OperationalError as BrokerError
@@ -16,7 +17,7 @@ logger = logging.getLogger(__name__)
 TRANSCRIBE_PAGE = "folio.transcribe_page"
 
 
-def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, str]]) -> bool:
+def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, uuid.UUID | str]]) -> bool:
     """Send one message per ``(page_id, task_id)``.
 
     Called after the commit that created the pages. If the broker is unreachable this logs

@@ -5,25 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from webapp.jobs.models import Job, Page
 
 
-def jobs_of(*, owner: AbstractBaseUser) -> QuerySet[Job]:
+def jobs_of(*, owner: User) -> QuerySet[Job]:
     return Job.objects.filter(owner=owner).select_related("document")
 
 
-def job_get(*, owner: AbstractBaseUser, job_id) -> Job | None:
+def job_get(*, owner: User, job_id) -> Job | None:
     """The job if ``owner`` owns it; another user's job is indistinguishable from none."""
     return jobs_of(owner=owner).filter(pk=job_id).first()
 
 
 def jobs_filtered(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     statuses: Iterable[str] = (),
     created_after: datetime | None = None,
     created_before: datetime | None = None,

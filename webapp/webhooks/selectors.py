@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
-def endpoints_of(*, owner: AbstractBaseUser) -> QuerySet[WebhookEndpoint]:
+def endpoints_of(*, owner: User) -> QuerySet[WebhookEndpoint]:
     return WebhookEndpoint.objects.filter(owner=owner)
 
 
-def endpoint_get(*, owner: AbstractBaseUser, endpoint_id) -> WebhookEndpoint | None:
+def endpoint_get(*, owner: User, endpoint_id) -> WebhookEndpoint | None:
     return endpoints_of(owner=owner).filter(pk=endpoint_id).first()
 
 
-def deliveries_of(*, owner: AbstractBaseUser) -> QuerySet[WebhookDelivery]:
+def deliveries_of(*, owner: User) -> QuerySet[WebhookDelivery]:
     return (
         WebhookDelivery.objects.filter(endpoint__owner=owner)
         .select_related("endpoint")
@@ -25,5 +25,5 @@ def deliveries_of(*, owner: AbstractBaseUser) -> QuerySet[WebhookDelivery]:
     )
 
 
-def delivery_get(*, owner: AbstractBaseUser, delivery_id) -> WebhookDelivery | None:
+def delivery_get(*, owner: User, delivery_id) -> WebhookDelivery | None:
     return deliveries_of(owner=owner).filter(pk=delivery_id).first()

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q
 from django.urls import reverse
@@ -95,7 +95,7 @@ def events_validate(*, events: list[str]) -> list[str]:
 
 
 def endpoint_create(
-    *, owner: AbstractBaseUser, url: str, events: list[str], description: str = ""
+    *, owner: User, url: str, events: list[str], description: str = ""
 ) -> WebhookEndpoint:
     events = events_validate(events=events)
     return WebhookEndpoint.objects.create(
@@ -162,7 +162,7 @@ def endpoint_test_send(*, endpoint: WebhookEndpoint) -> None:
     logger.info("test event for endpoint %s", endpoint.pk)
 
 
-def endpoint_for_job_url(*, owner: AbstractBaseUser, url: str) -> WebhookEndpoint:
+def endpoint_for_job_url(*, owner: User, url: str) -> WebhookEndpoint:
     """The endpoint a job's ``webhook_url`` is delivered to: the owner's registered endpoint
     with that URL if there is one, else one kept for job URLs (its secret is listed with the
     owner's endpoints)."""

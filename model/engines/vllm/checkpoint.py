@@ -46,6 +46,8 @@ def register(model: str) -> str:
     if label in _done:
         return label
     spec = importlib.util.spec_from_file_location(f"folio_checkpoint_glue_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     getattr(module, function)()

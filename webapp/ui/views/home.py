@@ -21,8 +21,8 @@ def home_or_reader(request, *args, **kwargs):
 
 
 # The schema generator finds the Reader's API view through these, as on its own route.
-home_or_reader.cls = ReaderView
-home_or_reader.initkwargs = _reader.initkwargs
+home_or_reader.cls = ReaderView  # type: ignore[attr-defined]
+home_or_reader.initkwargs = _reader.initkwargs  # type: ignore[attr-defined]
 
 
 def home(request):
