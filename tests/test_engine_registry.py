@@ -53,7 +53,14 @@ def test_importing_the_web_app_imports_no_engine_module():
     assert not modules & {"torch", "transformers", "vllm", "rapidocr"}
 
 
-@pytest.mark.parametrize("name", sorted(ENGINES))
+# Importing the transformers engine imports PyTorch: tens of seconds, the slow tier's.
+SPEC_CASES = [
+    pytest.param(name, marks=pytest.mark.slow) if name == "transformers" else name
+    for name in sorted(ENGINES)
+]
+
+
+@pytest.mark.parametrize("name", SPEC_CASES)
 def test_each_spec_says_what_its_engine_class_says(name):
     if name == "transformers":
         pytest.importorskip("torch")

@@ -12,6 +12,9 @@ import sys
 
 import pytest
 
+# PyTorch models built and decoded on the CPU: tens of seconds, so not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402

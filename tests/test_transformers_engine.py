@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# PyTorch models built and decoded on the CPU: tens of seconds, so not in `make test-fast`.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
