@@ -4,6 +4,7 @@ OCR'd text lines as paragraphs in reading order."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
 import statistics
@@ -91,6 +92,10 @@ class _Line:
         return statistics.median(b.height for b in self.boxes)
 
     @property
+    def cy(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+    @property
     def text(self) -> str:
         return " ".join(b.text.strip() for b in sorted(self.boxes, key=lambda b: b.x0))
 
@@ -119,30 +124,169 @@ _SHORT_LINE = 0.3
 _HEADING_RATIO = 1.6
 
 
-def boxes_to_markdown(boxes: Sequence[TextBox], page_width: float) -> str:
-    """Paragraphs of text in reading order: top to bottom, left to right, and for a page set
-    in two columns, the left column before the right one between full-width blocks."""
-    paragraphs = boxes_to_paragraphs(boxes, page_width)
+def boxes_to_markdown(
+    boxes: Sequence[TextBox],
+    page_width: float,
+    *,
+    page_height: float | None = None,
+    drop_running: bool = False,
+    table_format: str = "markdown",
+) -> str:
+    """Paragraphs and tables in reading order: top to bottom, left to right, and for a page
+    set in two columns, the left column before the right one between full-width blocks.
+    With ``drop_running`` (and the page's height), page numbers and other running lines in
+    the top and bottom margins are left out."""
+    paragraphs = boxes_to_paragraphs(
+        boxes,
+        page_width,
+        page_height=page_height,
+        drop_running=drop_running,
+        table_format=table_format,
+    )
     if not paragraphs:
         return ""
     return "\n\n".join(markdown for markdown, _ in paragraphs) + "\n"
 
 
 def boxes_to_paragraphs(
-    boxes: Sequence[TextBox], page_width: float
+    boxes: Sequence[TextBox],
+    page_width: float,
+    *,
+    page_height: float | None = None,
+    drop_running: bool = False,
+    table_format: str = "markdown",
 ) -> list[tuple[str, list[TextBox]]]:
-    """The paragraphs ``boxes_to_markdown`` writes, each with the boxes it was read from
-    (the page's layout blocks are built from them)."""
+    """The paragraphs (and tables) ``boxes_to_markdown`` writes, each with the boxes it was
+    read from (the page's layout blocks are built from them)."""
     boxes = [b for b in boxes if b.text.strip()]
+    if drop_running and page_height:
+        boxes = _without_running_lines(boxes, page_height)
     if not boxes:
         return []
     typical = statistics.median(b.height for b in boxes)
-    blocks = [_paragraphs(column) for column in _columns(boxes, page_width)]
-    return [
-        (_paragraph_markdown(p, typical), [box for line in p for box in line.boxes])
-        for block in blocks
-        for p in block
-    ]
+    out: list[tuple[str, list[TextBox]]] = []
+    for column in _columns(boxes, page_width):
+        for kind, lines in _column_blocks(column):
+            members = [box for line in lines for box in line.boxes]
+            if kind == "table":
+                out.append((_table_markdown(lines, table_format), members))
+            else:
+                out.append((_paragraph_markdown(lines, typical), members))
+    return out
+
+
+# --- running heads and feet on a scan ----------------------------------------------------------
+
+# Lines in this share of the page's height at its top or bottom are margin lines ...
+_MARGIN_BAND = 0.1
+
+
+def _without_running_lines(boxes: list[TextBox], page_height: float) -> list[TextBox]:
+    """Boxes less the page numbers, revision lines and download stamps in the margins: a
+    line there that is one of those patterns (``model.markdown_repair.is_running_line``)."""
+    from model.markdown_repair import is_running_line
+
+    top, bottom = _MARGIN_BAND * page_height, (1 - _MARGIN_BAND) * page_height
+    kept = []
+    lines = _lines(boxes)
+    body = [line for line in lines if top <= line.cy <= bottom]
+    if not body:
+        return boxes
+    for line in lines:
+        if (line.cy < top or line.cy > bottom) and is_running_line(line.text):
+            continue
+        kept.extend(line.boxes)
+    return kept
+
+
+# --- tables on a scan --------------------------------------------------------------------------
+
+# A table is at least this many rows in a row of lines, each split by the OCR into at least
+# two boxes that fall into the same columns ...
+_TABLE_MIN_ROWS = 3
+_TABLE_MIN_COLUMNS = 2
+# ... and at least one row has this many cells (two boxes a line is also a justified line
+# read in two pieces, or a label and its value).
+_TABLE_WIDEST_ROW = 3
+
+
+def _column_blocks(boxes: list[TextBox]) -> list[tuple[str, list[_Line]]]:
+    """A column's lines as paragraphs and tables, in order."""
+    lines = _lines(boxes)
+    typical = statistics.median(line.height for line in lines)
+    column = _Column(
+        left=statistics.median(line.x0 for line in lines),
+        right=statistics.median(line.x1 for line in lines),
+        line_height=typical,
+    )
+    blocks: list[tuple[str, list[_Line]]] = []
+    i = 0
+    while i < len(lines):
+        end = _table_run_end(lines, i)
+        if end is not None:
+            blocks.append(("table", lines[i:end]))
+            i = end
+            continue
+        j = i + 1
+        while j < len(lines) and _table_run_end(lines, j) is None:
+            j += 1
+        blocks.extend(("text", p) for p in _paragraphs_of(lines[i:j], column))
+        i = j
+    return blocks
+
+
+def _table_run_end(lines: list[_Line], start: int) -> int | None:
+    """Where a table starting at ``lines[start]`` ends (exclusive), or None if none does."""
+    end = start
+    while end < len(lines) and len(lines[end].boxes) >= _TABLE_MIN_COLUMNS:
+        end += 1
+    # Trailing rows can lack cells, but a table starts with a full row; try the longest run
+    # first and shrink it until its columns are consistent.
+    while end - start >= _TABLE_MIN_ROWS:
+        rows = lines[start:end]
+        if max(len(r.boxes) for r in rows) >= _TABLE_WIDEST_ROW and _table_columns(rows):
+            return end
+        end -= 1
+    return None
+
+
+def _table_columns(rows: list[_Line]) -> list[tuple[float, float]] | None:
+    """The x-ranges of the table's columns (the union of its cells' ranges), if every row
+    puts at most one cell in each."""
+    spans = sorted((b.x0, b.x1) for row in rows for b in row.boxes)
+    columns: list[list[float]] = []
+    for x0, x1 in spans:
+        if columns and x0 <= columns[-1][1]:
+            columns[-1][1] = max(columns[-1][1], x1)
+        else:
+            columns.append([x0, x1])
+    if len(columns) < _TABLE_MIN_COLUMNS:
+        return None
+    for row in rows:
+        used = [_column_of(b, columns) for b in row.boxes]
+        if len(set(used)) != len(used):
+            return None
+    return [(c[0], c[1]) for c in columns]
+
+
+def _column_of(box: TextBox, columns: list[list[float]]) -> int:
+    return next(i for i, c in enumerate(columns) if c[0] <= box.cx <= c[1])
+
+
+def _table_markdown(rows: list[_Line], table_format: str) -> str:
+    columns = [list(c) for c in _table_columns(rows) or []]
+    grid = []
+    for row in rows:
+        cells = [""] * len(columns)
+        for box in row.boxes:
+            cells[_column_of(box, columns)] = " ".join(box.text.split())
+        grid.append(cells)
+    if table_format == "html":
+        rows_html = ("".join(f"<td>{html.escape(c)}</td>" for c in cells) for cells in grid)
+        return "<table>" + "".join(f"<tr>{r}</tr>" for r in rows_html) + "</table>"
+    lines = ["| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |" for cells in grid]
+    lines.insert(1, "|" + "---|" * len(columns))
+    return "\n".join(lines)
 
 
 def _columns(boxes: list[TextBox], page_width: float) -> list[list[TextBox]]:
@@ -229,18 +373,12 @@ def _lines(boxes: Iterable[TextBox]) -> list[_Line]:
     return lines
 
 
-def _paragraphs(boxes: list[TextBox]) -> list[list[_Line]]:
+def _paragraphs_of(lines: list[_Line], column: _Column) -> list[list[_Line]]:
+    """Lines as paragraphs. ``column`` holds the column's usual line height, not the two
+    neighbours': descenders make single boxes vary by a third, which would split paragraphs
+    at random."""
     paragraphs: list[list[_Line]] = []
     previous: _Line | None = None
-    lines = _lines(boxes)
-    # The column's usual line height, not the two neighbours': descenders make single
-    # boxes vary by a third, which would split paragraphs at random.
-    typical = statistics.median(line.height for line in lines)
-    column = _Column(
-        left=statistics.median(line.x0 for line in lines),
-        right=statistics.median(line.x1 for line in lines),
-        line_height=typical,
-    )
     for line in lines:
         if previous is None or _starts_paragraph(previous, line, column):
             paragraphs.append([line])

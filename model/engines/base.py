@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 if TYPE_CHECKING:
     from model.layout import PageLayout
 
-TableFormat = Literal["markdown", "html"]
+TableFormat = Literal["markdown", "html", "auto"]
 # Running heads, running feet and page numbers: kept for archival fidelity (what jina-ocr-v1
 # writes), or dropped for reading and search.
 HeaderMode = Literal["keep", "drop"]

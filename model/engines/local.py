@@ -23,12 +23,16 @@ from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
 from model.layout.text_layer import text_layer_layout
+from model.markdown_repair import repair_text_layer
 from model.pages import PageSelectionError
 from model.postprocess import TextBox, boxes_to_markdown, tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image, open_pdf_page, render_zoom
+from model.rtl import apply_fixes, has_arabic, ligature_fixes
+from model.table_format import auto_tables, html_tables
 from model.tokens import count_tokens
 
 logger = logging.getLogger(__name__)
@@ -58,7 +62,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-1"
+    version: ClassVar[str] = "local-2"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -77,7 +81,7 @@ class LocalEngine:
         try:
             if page.mime_type == PDF:
                 return self._transcribe_pdf_page(page, options)
-            return self._transcribe_image(page)
+            return self._transcribe_image(page, options)
         except EngineError:
             raise
         except (DocumentError, PageSelectionError) as exc:
@@ -93,7 +97,7 @@ class LocalEngine:
     def _transcribe_pdf_page(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()
         image: Image.Image | None = None
-        markdown, layout = "", None
+        markdown, layout, notes = "", None, []
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
@@ -102,30 +106,42 @@ class LocalEngine:
                 if needs_ocr(doc[0]):
                     image = _pdf_page_image(doc[0])
                 else:
-                    markdown, layout = _text_layer_markdown(doc, options)
+                    markdown, layout, notes = _text_layer_markdown(doc, options)
             finally:
                 doc.close()
         done = time.perf_counter()
         if image is not None:
             # OCR runs outside the PyMuPDF lock: it needs only the pixels.
-            return self._ocr_result(image, render_seconds=done - started, page_size=size)
+            return self._ocr_result(
+                image, render_seconds=done - started, page_size=size, options=options
+            )
         result = _result(markdown, "text-layer", opened - started, done - opened)
         result.layout = layout
+        result.extra["extraction_notes"] = notes
         return result
 
     # --- images and OCR ------------------------------------------------------------------------
 
-    def _transcribe_image(self, page: PageInput) -> PageResult:
+    def _transcribe_image(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()
         image = open_page_image(page.data, page.mime_type, page.page_number)
         size = page_size_points(page.data, page.mime_type, page.page_number)
-        return self._ocr_result(image, render_seconds=time.perf_counter() - started, page_size=size)
+        return self._ocr_result(
+            image, render_seconds=time.perf_counter() - started, page_size=size, options=options
+        )
 
     def _ocr_result(
-        self, image: Image.Image, *, render_seconds: float, page_size: tuple[float, float]
+        self,
+        image: Image.Image,
+        *,
+        render_seconds: float,
+        page_size: tuple[float, float],
+        options: EngineOptions,
     ) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation, confidence, layout, lines = self._ocr_read(image, page_size=page_size)
+        markdown, rotation, confidence, layout, lines = self._ocr_read(
+            image, page_size=page_size, options=options
+        )
         result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
         result.layout = layout
         result.extra["rotation"] = rotation
@@ -145,7 +161,11 @@ class LocalEngine:
         return markdown, rotation
 
     def _ocr_read(
-        self, image: Image.Image, *, page_size: tuple[float, float] | None = None
+        self,
+        image: Image.Image,
+        *,
+        page_size: tuple[float, float] | None = None,
+        options: EngineOptions | None = None,
     ) -> tuple[str, int, float | None, PageLayout | None, list[list[Any]]]:
         """… and the mean recognition confidence over its lines, weighted by their length
         (a quality signal: noisy and blurred scans score visibly lower), and with a
@@ -163,11 +183,19 @@ class LocalEngine:
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
-        markdown = boxes_to_markdown(upright, upright_width)
+        upright_height = width if rotation in (90, 270) else height
+        options = options or EngineOptions()
+        markdown = boxes_to_markdown(
+            upright,
+            upright_width,
+            page_height=upright_height,
+            drop_running=options.headers == "drop",
+            table_format=options.table_format,
+        )
         layout = None
         if page_size is not None:
             words = [_unrotate(word, rotation, width, height) for word in word_boxes(output)]
-            upright_size = (upright_width, width if rotation in (90, 270) else height)
+            upright_size = (upright_width, upright_height)
             layout = ocr_layout(
                 upright, line_scores(output), words, image_size=upright_size, page_size=page_size
             )
@@ -232,9 +260,35 @@ def _pdf_page_image(page: pymupdf.Page) -> Image.Image:
 
 def _text_layer_markdown(
     doc: pymupdf.Document, options: EngineOptions
-) -> tuple[str, PageLayout | None]:
+) -> tuple[str, PageLayout | None, list[str]]:
     """The page's Markdown and its blocks, from one pass of pymupdf4llm (``page_chunks``
-    returns the layout model's boxes beside the text)."""
+    returns the layout model's boxes beside the text), repaired (``model.markdown_repair``),
+    and what could not be recovered (notes for the quality signals)."""
+    markdown, layout = _pymupdf4llm_markdown(doc, options)
+    if options.table_format == "auto":
+        markdown = auto_tables(markdown)
+    elif options.table_format == "html":
+        markdown = html_tables(markdown)
+    # The glyphs' geometry, which Markdown has lost: spacing of code lines, and the sizes
+    # and baselines that make a formula's scripts.
+    page_dict = doc[0].get_text("dict")
+    page_lines = [
+        "".join(span["text"] for span in line["spans"])
+        for block in page_dict["blocks"]
+        for line in block.get("lines", [])
+    ]
+    repaired, repairs = repair_text_layer(
+        markdown, drop_running=options.headers == "drop", page_lines=page_lines
+    )
+    repaired, formula_notes = place_formulas(repaired, page_formulas(page_dict))
+    if any(has_arabic(line) for line in page_lines):
+        repaired = apply_fixes(repaired, ligature_fixes(doc[0].get_text("rawdict")))
+    return tidy_markdown(repaired), layout, repairs.notes + formula_notes
+
+
+def _pymupdf4llm_markdown(
+    doc: pymupdf.Document, options: EngineOptions
+) -> tuple[str, PageLayout | None]:
     import pymupdf.layout
 
     # pymupdf4llm turns the layout model on at import when pymupdf.layout is importable;
@@ -254,7 +308,10 @@ def _text_layer_markdown(
         "show_progress": False,
         "page_chunks": True,
     }
-    if options.table_format == "html":
+    if options.table_format in ("html", "auto"):
+        # pymupdf4llm's HTML tables keep merged cells, and their cells' text whole (its pipe
+        # tables split "Europe" across the columns it spans); ``auto`` turns the simple ones
+        # back into pipe tables.
         kwargs["table_output"] = "html"
     size = (doc[0].rect.width, doc[0].rect.height)
     chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]

@@ -230,6 +230,14 @@ def text_layer_signal(markdown: str, text_layer: str | None) -> Signal | None:
     return Signal("text_layer", ok, detail, round(recall, 3), severity=severity)
 
 
+def extraction_signal(notes: list[str] | None) -> Signal | None:
+    """What the engine itself says it could not recover (glyphs without a Unicode mapping, a
+    formula it is unsure of, right-to-left text in an order it cannot trust)."""
+    if notes is None:
+        return None
+    return Signal("extraction", not notes, "; ".join(notes), float(len(notes)))
+
+
 # --- the page ----------------------------------------------------------------------------------
 
 
@@ -288,6 +296,7 @@ def page_signals(
     ocr_confidence: float | None,
     ocr_lines: list[Line] | None = None,
     ocr_width: float | None = None,
+    extraction_notes: list[str] | None = None,
 ) -> list[Signal]:
     """Every signal that applies to the page. Lines and width come from the text layer, or,
     for pages the engine read by OCR, from the OCR's own lines."""
@@ -305,6 +314,7 @@ def page_signals(
         content.formula_signal(markdown, facts.lines),
         content.order_signal(markdown, lines, width),
         content.line_confidence_signal(ocr_lines or []),
+        extraction_signal(extraction_notes),
     ]
     return [s for s in signals if s is not None]
 
@@ -321,6 +331,7 @@ def quality_report(
         ocr_confidence=float(confidence) if confidence is not None else None,
         ocr_lines=ocr_lines(result.extra.get("ocr_lines")),
         ocr_width=result.extra.get("ocr_width"),
+        extraction_notes=result.extra.get("extraction_notes"),
     )
     return verdict(signals, threshold)
 

@@ -19,7 +19,7 @@ class JobCreateSerializer(serializers.Serializer):
         help_text="e.g. `1-3,7`; all pages if empty",
     )
     engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
-    table_format = serializers.ChoiceField(choices=["markdown", "html"], required=False)
+    table_format = serializers.ChoiceField(choices=["markdown", "html", "auto"], required=False)
     figures = serializers.BooleanField(
         required=False,
         default=False,

@@ -45,7 +45,11 @@ class UploadForm(forms.Form):
     engine = forms.ChoiceField(label="Engine")
     table_format = forms.ChoiceField(
         label="Tables as",
-        choices=[("markdown", "Markdown tables"), ("html", "HTML tables")],
+        choices=[
+            ("markdown", "Markdown tables"),
+            ("html", "HTML tables"),
+            ("auto", "Markdown, HTML where cells merge"),
+        ],
         initial="markdown",
     )
     webhook_url = forms.URLField(

@@ -11,7 +11,7 @@ from django.conf import settings
 from model.engines.base import HEADER_MODES
 from model.textnorm import NormalizeError, parse_steps
 
-TABLE_FORMATS = ("markdown", "html")
+TABLE_FORMATS = ("markdown", "html", "auto")
 
 
 class Refusal(StrEnum):

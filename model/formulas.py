@@ -1,0 +1,237 @@
+"""Simple formulas on born-digital pages, rebuilt as LaTeX from the glyphs' geometry.
+
+A text line whose spans include smaller type set above or below the line's baseline (a
+superscript or subscript), around a relation (=, ≤, ≈ …), is a formula candidate. Each span is
+read as normal text, superscript or subscript by its size and baseline offset; Greek letters,
+operators and primes are mapped to LaTeX; the run of formula-like words around the relation
+becomes ``$…$`` (or ``$$…$$`` when it is the whole line) in the page's Markdown, in place of
+the flat text the extractor wrote (``a<sup>2</sup> + 8 = 12`` → ``$$a^{2} + 8 = 12$$``).
+
+What this does not attempt: fractions set with a rule, radicals, matrices, multi-line
+displays. A line that looks like a formula but cannot be located or rebuilt is left as text
+and reported, so the page is flagged rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A span is a script when its type is this much smaller than the line's body type ...
+SCRIPT_SIZE_RATIO = 0.9
+# ... and its baseline sits this share of the body size above (super) or below (sub) it.
+SCRIPT_SHIFT = 0.12
+
+_GREEK_NAMES = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi pi rho sigma tau "
+    "upsilon phi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma Phi Psi Omega epsilon "
+    "vartheta phi"
+)
+_GREEK = {
+    letter: "\\" + name
+    for letter, name in zip(
+        "αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩϵϑϕ", _GREEK_NAMES.split(), strict=True
+    )
+}
+_SYMBOLS = {
+    "∑": r"\sum",
+    "∏": r"\prod",
+    "∫": r"\int",
+    "√": r"\sqrt",
+    "∞": r"\infty",
+    "−": "-",
+    "–": "-",
+    "×": r"\times",
+    "·": r"\cdot",
+    "⋅": r"\cdot",
+    "÷": r"\div",
+    "±": r"\pm",
+    "≤": r"\leq",
+    "≥": r"\geq",
+    "≠": r"\neq",
+    "≈": r"\approx",
+    "≡": r"\equiv",
+    "→": r"\rightarrow",
+    "∈": r"\in",
+    "∂": r"\partial",
+    "∇": r"\nabla",
+    "′": "'",
+    "″": "''",
+    "⁄": "/",
+}
+# Σ the letter and ∑ the operator look alike; a capital sigma standing alone is the operator.
+_OPERATOR_SIGMA = re.compile(r"(?<![A-Za-z\\])\\Sigma(?![A-Za-z])")
+RELATIONS = ("=", "<", ">", r"\leq", r"\geq", r"\neq", r"\approx", r"\equiv", r"\rightarrow")
+_FUNCTIONS = {"sin", "cos", "tan", "log", "ln", "exp", "lim", "max", "min", "det", "mod"}
+# A formula word: LaTeX commands, letters, digits, operators and brackets, no sentence
+# punctuation (a colon or a trailing comma belongs to the prose around it).
+_MATHY = re.compile(r"^[\\A-Za-z0-9()\[\]{}+\-=/*^_'.<>|!]+$")
+_WORDS = re.compile(r"[A-Za-z]{4,}")
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A formula found on a text line: its LaTeX, the line's plain text (what the extractor
+    wrote, spaces and markup aside) and the part of it the formula replaces."""
+
+    latex: str
+    line_plain: str
+    formula_plain: str
+    whole_line: bool
+
+
+def _latex_char(ch: str) -> str:
+    if ch in _GREEK:
+        return _GREEK[ch] + " "
+    return _SYMBOLS.get(ch, ch) + (" " if ch in _SYMBOLS and _SYMBOLS[ch][:1] == "\\" else "")
+
+
+def _latex_text(text: str) -> str:
+    return "".join(_latex_char(ch) for ch in text)
+
+
+def page_formulas(page_dict: dict) -> list[Formula]:
+    """The formulas on a page, from ``page.get_text("dict")``."""
+    found = []
+    for block in page_dict.get("blocks", []):
+        for line in block.get("lines", []):
+            formula = line_formula(line.get("spans", []))
+            if formula is not None:
+                found.append(formula)
+    return found
+
+
+def line_formula(spans: list[dict]) -> Formula | None:
+    """The formula on one line of ``page.get_text("dict")`` spans, if it has one."""
+    spans = [s for s in spans if s.get("text")]
+    if len(spans) < 2:
+        return None
+    body = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
+    size, baseline = body["size"], body["origin"][1]
+    parts: list[tuple[str, str]] = []  # (kind, text)
+    scripts = 0
+    for span in spans:
+        kind = "text"
+        if span["size"] < SCRIPT_SIZE_RATIO * size:
+            shift = span["origin"][1] - baseline
+            if shift < -SCRIPT_SHIFT * size:
+                kind = "sup"
+            elif shift > SCRIPT_SHIFT * size / 2:
+                kind = "sub"
+        scripts += kind != "text"
+        parts.append((kind, span["text"]))
+    if not scripts:
+        return None
+    latex_line = ""
+    for kind, text in parts:
+        if kind == "text":
+            latex_line += _latex_text(text)
+        else:
+            body_text = _latex_text(text.strip()).strip()
+            latex_line = latex_line.rstrip() + ("^{" if kind == "sup" else "_{") + body_text + "}"
+    latex_line = _OPERATOR_SIGMA.sub(r"\\sum", latex_line)
+    plain = "".join(text for _, text in parts)
+    return _formula_run(latex_line, plain)
+
+
+def _formula_run(latex_line: str, plain: str) -> Formula | None:
+    words = latex_line.split()
+    relation = next((i for i, w in enumerate(words) if w in RELATIONS), None)
+    if relation is None or relation == 0:
+        return None
+    start = relation
+    while start > 0 and _is_mathy(words[start - 1]):
+        start -= 1
+    end = relation + 1
+    while end < len(words) and _is_mathy(words[end]):
+        end += 1
+    if start == relation or end == relation + 1:
+        return None
+    latex = " ".join(words[start:end])
+    if not re.search(r"[\^_]\{", latex) and not any(w.startswith("\\") for w in words[start:end]):
+        return None  # "page 1 = cover" is prose; a formula has a script or a symbol
+    # The same words in the extractor's text: count the non-space characters they came from.
+    line_plain = _squash(plain)
+    formula_plain = _squash(_plain_of(words[start:end]))
+    whole = start == 0 and end == len(words)
+    return Formula(latex, line_plain, formula_plain, whole)
+
+
+def _is_mathy(word: str) -> bool:
+    if not _MATHY.match(word):
+        return False
+    letters = [w for w in _WORDS.findall(re.sub(r"\\[A-Za-z]+", "", word))]
+    return all(w.lower() in _FUNCTIONS for w in letters)
+
+
+_BACK = {v.strip(): k for k, v in {**{k: v for k, v in _SYMBOLS.items()}, **_GREEK}.items()}
+_BACK.update({"-": "−", "'": "′"})
+
+
+def _plain_of(words: list[str]) -> str:
+    """The extractor's characters for LaTeX words (inverse of :func:`_latex_text`, scripts
+    flattened), for locating the formula in its line."""
+    text = " ".join(words)
+    text = re.sub(r"[\^_]\{([^{}]*)\}", r"\1", text)
+    return re.sub(r"\\[A-Za-z]+", lambda m: _BACK.get(m.group(0), m.group(0)), text)
+
+
+def _squash(text: str) -> str:
+    text = re.sub(r"\s+", "", text).replace("−", "-").replace("′", "'").replace("⁄", "/")
+    return text.replace("∑", "Σ")
+
+
+# --- placing formulas in the page's Markdown ---------------------------------------------------
+
+# Markup pymupdf4llm puts around text: emphasis, superscript tags, heading marks.
+_MARKUP = re.compile(r"</?su[pb]>|\*\*|__|(?<!\w)_|_(?!\w)|`|^#{1,6}\s+")
+
+
+def _plain_index(line: str) -> tuple[str, list[int]]:
+    """The line without markup and spaces, and for each of its characters its index in the
+    line."""
+    chars: list[str] = []
+    where: list[int] = []
+    i = 0
+    while i < len(line):
+        match = _MARKUP.match(line, i) if i == 0 or line[i] in "<*_`#" else None
+        if match and match.end() > i:
+            i = match.end()
+            continue
+        if not line[i].isspace():
+            chars.append(line[i])
+            where.append(i)
+        i += 1
+    return _squash("".join(chars)), where
+
+
+def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[str]]:
+    """The Markdown with each formula's flat text replaced by its LaTeX; and notes for the
+    formulas that could not be placed (they stay as text, and the page is flagged)."""
+    lines = markdown.split("\n")
+    notes: list[str] = []
+    for formula in formulas:
+        placed = False
+        for n, line in enumerate(lines):
+            plain, where = _plain_index(line)
+            if formula.formula_plain not in plain or len(where) != len(plain):
+                continue
+            start = plain.index(formula.formula_plain)
+            end = start + len(formula.formula_plain)
+            if formula.whole_line and start == 0 and end == len(plain):
+                lines[n] = f"$${formula.latex}$$"
+            else:
+                left, right = where[start], where[end - 1] + 1
+                # keep markup that closes inside the formula from dangling outside it
+                right = _through_closing_tags(line, right)
+                lines[n] = f"{line[:left]}${formula.latex}${line[right:]}"
+            placed = True
+            break
+        if not placed:
+            notes.append(f"formula left as text: {formula.latex[:60]}")
+    return "\n".join(lines), notes
+
+
+def _through_closing_tags(line: str, index: int) -> int:
+    match = re.match(r"(?:</su[pb]>|\*\*|_(?!\w))+", line[index:])
+    return index + match.end() if match else index
