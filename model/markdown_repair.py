@@ -78,6 +78,27 @@ def _in_table(line: str) -> bool:
     return stripped.startswith("|") or "<td" in stripped or "<th" in stripped
 
 
+# A font whose glyphs map to the wrong code points reads as Latin-1 letters and typographic
+# symbols ("]üìÆüéê •ìê °ê£ë†£"): a line with this share of such characters among at least
+# this many is taken for one.
+_MOJIBAKE = re.compile("[\u00c0-\u00ff\u2020-\u2030\u2200-\u22ff\u00a1-\u00bf]")
+_MOJIBAKE_SHARE = 0.35
+_MOJIBAKE_MIN_CHARS = 12
+
+
+def garbled_lines(page_lines: list[str]) -> int:
+    """How many of the page's text lines are set in a font without a usable Unicode map."""
+    count = 0
+    for line in page_lines:
+        visible = [ch for ch in line if not ch.isspace()]
+        if len(visible) < _MOJIBAKE_MIN_CHARS:
+            continue
+        odd = sum(1 for ch in visible if _MOJIBAKE.match(ch))
+        if odd / len(visible) >= _MOJIBAKE_SHARE:
+            count += 1
+    return count
+
+
 # --- words and accents -------------------------------------------------------------------------
 
 _EMPHASIS_RUN = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
@@ -313,6 +334,9 @@ def repair_text_layer(
     text = strip_debris(markdown, repairs)
     if page_lines:
         text = respace_code(text, page_lines)
+        garbled = garbled_lines(page_lines)
+        if garbled:
+            repairs.notes.append(f"{garbled} lines in a font without a usable Unicode map")
     text = space_style_changes(text)
     text = compose_accents(text)
     text = plain_fractions(text)

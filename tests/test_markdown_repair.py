@@ -204,3 +204,15 @@ def test_stacked_rows_are_split_and_their_single_cells_span_them():
         "<tr><td>USAGE</td><td>Usage setting:<br/>ALLOWED: The user profile may use it.</td></tr>"
     )
     assert split_stacked_rows(f"<table>{prose}</table>") == f"<table>{prose}</table>"
+
+
+def test_lines_in_a_font_without_a_unicode_map_are_reported():
+    page = [
+        "Highlights",
+        "]üìÆüéê •ìê °ê£ë†£ûÜüéê †ë ∞†¶£ èÜ•ÜáÜ§ê",
+        "Ünïcödé façade in a normal line",
+    ]
+    _, repairs = repair_text_layer("Highlights", drop_running=False, page_lines=page)
+    assert repairs.notes == ["1 lines in a font without a usable Unicode map"]
+    _, clean = repair_text_layer("x", drop_running=False, page_lines=["Æsop’s fables, naïve café"])
+    assert clean.notes == []
