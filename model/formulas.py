@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # A span is a script when its type is this much smaller than the line's body type ...
 SCRIPT_SIZE_RATIO = 0.9
@@ -90,7 +91,7 @@ def _latex_text(text: str) -> str:
     return "".join(_latex_char(ch) for ch in text)
 
 
-def page_formulas(page_dict: dict) -> list[Formula]:
+def page_formulas(page_dict: dict[str, Any]) -> list[Formula]:
     """The formulas on a page, from ``page.get_text("dict")``."""
     found = []
     for block in page_dict.get("blocks", []):
@@ -101,7 +102,7 @@ def page_formulas(page_dict: dict) -> list[Formula]:
     return found
 
 
-def line_formula(spans: list[dict]) -> Formula | None:
+def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
     """The formula on one line of ``page.get_text("dict")`` spans, if it has one."""
     spans = [s for s in spans if s.get("text")]
     if len(spans) < 2:

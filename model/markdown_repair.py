@@ -42,7 +42,7 @@ class Repairs:
 def picture_text(markdown: str) -> str:
     """Picture text as plain lines: a label per line, no comments, no <br>."""
 
-    def lines(match: re.Match) -> str:
+    def lines(match: re.Match[str]) -> str:
         parts = [" ".join(p.split()) for p in _BR.split(match.group("body"))]
         kept = [p for p in parts if p]
         return "\n".join(kept) if kept else ""
@@ -64,7 +64,7 @@ def strip_debris(markdown: str, repairs: Repairs) -> str:
         text = re.sub(f"(?<=\\S){REPLACEMENT}+(?=\\S)", " ", text)
         text = text.replace(REPLACEMENT, "")
     text = _PRIVATE_USE.sub("", text)
-    out = []
+    out: list[str] = []
     for line in text.split("\n"):
         if _BR.search(line) and not _in_table(line):
             out.extend(part.rstrip() for part in _BR.split(line))
@@ -111,9 +111,6 @@ def space_style_changes(markdown: str) -> str:
     bold word against a plain one loses the space between; a style change inside a word is
     rare enough in print that a space there is the better guess."""
 
-    def spaced(match: re.Match) -> str:
-        return match.group(0)
-
     out = []
     last = 0
     for match in _EMPHASIS_RUN.finditer(markdown):
@@ -123,7 +120,7 @@ def space_style_changes(markdown: str) -> str:
         after = markdown[end] if end < len(markdown) else ""
         prefix = " " if before.isalnum() else ""
         suffix = " " if after.isalnum() else ""
-        out.append(prefix + spaced(match) + suffix)
+        out.append(prefix + match.group(0) + suffix)
         last = end
     out.append(markdown[last:])
     return "".join(out)
@@ -182,7 +179,7 @@ def compose_accents(markdown: str) -> str:
     """ "J´an Min´aˇc" → "Ján Mináč": a spacing accent between letters (or starting a word)
     goes onto the letter after it, and the pair is composed (NFC)."""
 
-    def attach(match: re.Match) -> str:
+    def attach(match: re.Match[str]) -> str:
         accent, letter = match.group(1), match.group(2)
         letter = "i" if letter == "\u0131" else letter  # TeX's dotless i under an accent
         combined = unicodedata.normalize("NFC", letter + _SPACING_ACCENTS[accent])

@@ -10,6 +10,7 @@ real alef-lam ("ال", the article), whose alef is a glyph of its own.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _ALEFS = "اأإآ"
 _LAM = "ل"
@@ -21,7 +22,7 @@ def has_arabic(text: str) -> bool:
     return bool(_ARABIC.search(text))
 
 
-def ligature_fixes(rawdict: dict) -> dict[str, str]:
+def ligature_fixes(rawdict: dict[str, Any]) -> dict[str, str]:
     """Words as extracted → the same words with their lam-alef pairs in logical order, from a
     page's ``get_text("rawdict")``; only words whose fix is unambiguous."""
     fixes: dict[str, str] = {}

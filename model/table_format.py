@@ -57,7 +57,7 @@ class _Grid(HTMLParser):
 
 def html_tables(markdown: str) -> str:
     """The ``html`` format: HTML tables, stacked rows split."""
-    return _TABLE.sub(lambda m: split_stacked_rows(m.group(0)), markdown)
+    return _TABLE.sub(lambda m: split_stacked_rows(str(m.group(0))), markdown)
 
 
 def pipe_table(table_html: str) -> str | None:
@@ -93,17 +93,17 @@ _BREAK = re.compile(r"<br\s*/?>")
 def split_stacked_rows(table_html: str) -> str:
     """Rows that stack k values in their cells, as k rows; a cell with one value spans them."""
 
-    def split(match: re.Match) -> str:
+    def split(match: re.Match[str]) -> str:
         cells = _CELL.findall(match.group(1))
         if not cells or any(attrs.strip() for _, attrs, _ in cells):
-            return match.group(0)
+            return str(match.group(0))
         parts = [[p.strip() for p in _BREAK.split(body)] for _, _, body in cells]
         counts = {len(p) for p in parts if len(p) > 1}
         stacked = sum(1 for p in parts if len(p) > 1)
         if len(counts) != 1 or stacked < _STACKED_MIN_CELLS:
-            return match.group(0)
+            return str(match.group(0))
         if any(len(v) > _STACKED_MAX_CHARS for p in parts for v in p):
-            return match.group(0)
+            return str(match.group(0))
         k = counts.pop()
         rows = []
         for i in range(k):
@@ -124,8 +124,8 @@ def auto_tables(markdown: str) -> str:
     """Each HTML table without merged cells in ``markdown`` written as a pipe table (stacked
     rows split first)."""
 
-    def simplify(match: re.Match) -> str:
-        html = split_stacked_rows(match.group(0))
+    def simplify(match: re.Match[str]) -> str:
+        html = split_stacked_rows(str(match.group(0)))
         table = pipe_table(html)
         return html if table is None else table
 

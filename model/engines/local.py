@@ -97,7 +97,8 @@ class LocalEngine:
     def _transcribe_pdf_page(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()
         image: Image.Image | None = None
-        markdown, layout, notes = "", None, []
+        markdown, layout = "", None
+        notes: list[str] = []
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
