@@ -29,11 +29,17 @@ printed is the median over rounds (the per-round ratios are printed too). On a C
 process's CPU-time ratio is printed beside it: with one thread it barely moves when
 neighbours load the machine, so it is the steadier figure there; on a GPU it means little.
 
-Output ends with one line per K:
+Output ends with the precision check, one line per dtype and K (``--precision``, untimed:
+greedy and speculative decoding of the evaluation prompts in float64, float32 and bfloat16
+copies of the trained models, compared by ``model.fastmtp.lossless``; float64 must be
+identical, and every divergence in a lower precision is listed with the verifier's logit margin
+there and whether it is a near-tie), then one line per K for the timed run:
 ``K=3 tokens_per_step=2.41 acceptance=0.71,0.52,0.33 speedup=1.62 lossless=yes``
 where tokens_per_step is tokens committed per verifier pass (accepted + 1), acceptance the
 per-position acceptance rate, speedup the greedy wall time over the speculative one, and
-lossless=yes only if every sequence's token ids equal plain greedy decoding's.
+lossless=yes only if every sequence's token ids equal plain greedy decoding's in that run;
+otherwise ``lossless=no (...)`` says how many diverged, whether all at near-ties, and the
+largest margin.
 
 Published references to set beside it
 -------------------------------------
@@ -51,6 +57,7 @@ trains once, saves there, and later runs only measure), or on a GPU host
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import random
 import statistics
@@ -74,6 +81,7 @@ from model.fastmtp import (  # noqa: E402
     speculative_decode,
 )
 from model.fastmtp.layers import attention_mask  # noqa: E402
+from model.fastmtp.lossless import compare  # noqa: E402
 from model.fastmtp.tiny import TinyCausalLM  # noqa: E402
 
 logger = logging.getLogger("fastmtp_distill")
@@ -210,7 +218,7 @@ def recursive_draft_loss(
     """FastMTP loss: one block applied k times, step j weighted 0.6**(j-1).
 
     Step 1 reads (h_p, t_{p+1}) at position p and predicts t_{p+2}. Step j reads
-    (g_p^{j-1}, t_{p+j}) at position p+j-1 (teacher-forced tokens: they are the verifier's own
+    (norm(g_p^{j-1}), t_{p+j}) at position p+j-1 (teacher-forced tokens: they are the verifier's own
     greedy outputs) and predicts t_{p+j+1}. Its attention sees step-1 entries p' <= p and the
     step-2..j-1 entries of the same p, which is what the draft cache holds at inference.
     """
@@ -226,7 +234,7 @@ def recursive_draft_loss(
     for j in range(1, k + 1):
         if j > 1:
             n = t - j
-            g_prev = g[:, :n]
+            g_prev = block.recycle(g[:, :n])  # vLLM's convention: the post-norm state
             p = torch.arange(n, device=dev)
             first = torch.arange(n1, device=dev)[None, :] <= p[:, None]
             blocks = [first[None] & valid[:, None, 1:]]
@@ -342,10 +350,9 @@ def evaluate(
     lossless = {}
     for k in ks:
         got = spec(k, counters[k])
-        lossless[k] = got == reference
-        if not lossless[k]:
-            bad = sum(g != r for g, r in zip(got, reference, strict=True))
-            print(f"  K={k}: {bad} of {len(got)} sequences differ from greedy", flush=True)
+        lossless[k] = compare(verifier, ps, reference, got)
+        for divergence in lossless[k].divergences:
+            print(f"  K={k}: {divergence.describe()}", flush=True)
     # Interleaved rounds: within a round, each batch is decoded by greedy and by every K back
     # to back before the next batch, so that a neighbour's load on a shared machine hits both
     # sides of a ratio alike; a round's ratio is total greedy time / total speculative time,
@@ -384,8 +391,32 @@ def evaluate(
         rates = ",".join(f"{a:.2f}" for a in counters[k].acceptance_rates)
         lines.append(
             f"K={k} tokens_per_step={counters[k].tokens_per_step:.2f} acceptance={rates} "
-            f"speedup={speedup:.2f} lossless={'yes' if lossless[k] else 'no'}"
+            f"speedup={speedup:.2f} {lossless[k].verdict()}"
         )
+    return lines
+
+
+def precision_check(
+    verifier: TinyCausalLM, block: MTPDraftBlock, cfg: Config, dtypes: list[str]
+) -> list[str]:
+    """Greedy against K = 1..4 in each dtype, untimed: identical in float64, and in lower
+    precisions every divergence reported with the verifier's logit margin there."""
+    ps = prompts(9, cfg.eval_prompts)
+    lines = []
+    for name in dtypes:
+        dtype = getattr(torch, name)
+        v = copy.deepcopy(verifier).to(dtype).eval()
+        adapter = CausalLMAdapter(v)
+        b = copy.deepcopy(block).to(dtype).eval().share(adapter.embedding, adapter.head)
+        reference = greedy_decode(adapter, ps, max_new_tokens=cfg.eval_tokens, eos_token_id=EOS)
+        for k in range(1, 5):
+            got = speculative_decode(
+                adapter, b, ps, k=k, max_new_tokens=cfg.eval_tokens, eos_token_id=EOS
+            )
+            result = compare(adapter, ps, reference, got)
+            lines.append(f"precision dtype={name} K={k} {result.verdict()}")
+            lines.extend(f"  {d.describe()}" for d in result.divergences)
+            print(lines[-1 - len(result.divergences)], flush=True)
     return lines
 
 
@@ -436,6 +467,11 @@ def main(argv: list[str] | None = None) -> None:
         "--weights", type=Path, help="reuse trained models from this file (saved on first run)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--precision",
+        default="float64,float32,bfloat16",
+        help="dtypes for the untimed greedy-vs-speculative equality check ('' to skip)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     cfg = CONFIGS[args.config]
@@ -458,6 +494,7 @@ def main(argv: list[str] | None = None) -> None:
     block = MTPDraftBlock(block_cfg, VOCAB).to(device).share(adapter.embedding, adapter.head)
     train_or_load(verifier, block, adapter, cfg, device, args.weights)
 
+    precision = precision_check(verifier, block, cfg, [d for d in args.precision.split(",") if d])
     dtype = getattr(torch, args.dtype)
     verifier.to(dtype)
     block.to(dtype)
@@ -466,7 +503,7 @@ def main(argv: list[str] | None = None) -> None:
         "\nreference: jina-ocr-v1 K=3 tokens_per_step=2.73; FastMTP acceptance=0.81,0.56,0.36; "
         "L4 batch 1 K=3 eager 42.7->83.1 tok/s (speedup 1.95)"
     )
-    print("\n".join(lines))
+    print("\n".join([*precision, *lines]))
 
 
 if __name__ == "__main__":

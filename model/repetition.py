@@ -8,7 +8,7 @@ many copies of one token sequence, is flagged here and transcribed again without
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
 
 # Longest repeating unit looked for, in tokens: a table row or a few lines of a list.
@@ -51,14 +51,30 @@ def periodic_tail(token_ids: Sequence[Hashable], max_period: int = MAX_PERIOD) -
     return best
 
 
+def without_stop_tail(token_ids: Sequence[int], stop_ids: Collection[int]) -> Sequence[int]:
+    """The output less the stop/end-of-sequence ids it ends with.
+
+    vLLM keeps the end-of-sequence id in a finished request's ``token_ids``; a loop that ends
+    in it would otherwise never look periodic (its last token breaks every period)."""
+    end = len(token_ids)
+    while end and token_ids[end - 1] in stop_ids:
+        end -= 1
+    return token_ids[:end]
+
+
 def check(
     token_ids: Sequence[int],
     finish_reason: str | None,
     *,
+    stop_ids: Collection[int] = (),
     min_run_tokens: int = MIN_RUN_TOKENS,
     min_copies: int = MIN_COPIES,
 ) -> Verdict:
-    """Whether a page's decoding ran away: no end-of-sequence, or a long repeated tail."""
+    """Whether a page's decoding ran away: no end-of-sequence, or a long repeated tail.
+
+    ``stop_ids`` (the tokenizer's end-of-sequence id and any other stop ids) are stripped off
+    the end first, so the tail's ``start`` indexes ``token_ids`` either way."""
+    token_ids = without_stop_tail(token_ids, stop_ids)
     tail = periodic_tail(token_ids)
     if finish_reason != "stop":
         return Verdict(True, "no-eos", tail)

@@ -18,7 +18,7 @@ from ocr_worker.documents import document_bytes
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
 from webapp.core.workers import served_engines_or_none
-from webapp.jobs import engine_waits, liveness, services
+from webapp.jobs import engine_waits, heartbeat, liveness, services
 from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
@@ -35,12 +35,15 @@ RETRY_BACKOFF_MAX_SECONDS = 120
     reject_on_worker_lost=True,
 )
 def transcribe_page(self, page_id: int) -> str:
-    claim = services.page_claim(
-        page_id=page_id, task_id=self.request.id, worker=_worker_id(self.request.hostname)
-    )
+    worker = _worker_id(self.request.hostname)
+    claim = services.page_claim(page_id=page_id, task_id=self.request.id, worker=worker)
     if claim is None:
         return "skipped"
-    with log_context(job_id=claim.job_id, page=claim.number, engine=claim.engine):
+    # While the page is in hand, this process's heartbeat lists it: the reaper leaves it alone.
+    with (
+        heartbeat.process_heartbeat(worker).holding(page_id),
+        log_context(job_id=claim.job_id, page=claim.number, engine=claim.engine),
+    ):
         return _transcribe(self, claim)
 
 

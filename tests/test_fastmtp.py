@@ -7,6 +7,7 @@ different argmaxes on a near tie: what is tested is the algorithm, not float luc
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -318,3 +319,71 @@ def test_it_is_lossless_over_a_transformers_llama_too(seed, k, lengths):
 def test_importing_model_does_not_import_torch():
     code = "import sys, model; assert 'torch' not in sys.modules, 'model imported torch'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_each_recursive_draft_step_reads_the_previous_steps_post_norm_state():
+    # vLLM's DeepSeek MTP layer recycles the post-final-norm hidden state (deepseek_mtp.py).
+    adapter, block = _models(seed=5, vocab=9, layers=1)
+    calls = []
+    step = block.step
+
+    def spy(hidden, tokens, positions, mask, past=None):
+        g, kv = step(hidden, tokens, positions, mask, past)
+        calls.append((hidden, g))
+        return g, kv
+
+    block.step = spy
+    speculative_decode(adapter, block, [[1, 2, 3]], k=3, max_new_tokens=8)
+    recursive = [(i, h, g) for i, (h, g) in enumerate(calls) if h.shape[1] == 1]
+    pairs = [(a, b) for a, b in zip(recursive, recursive[1:], strict=False) if b[0] == a[0] + 1]
+    assert pairs, "K=3 makes two recursive steps per verifier pass"
+    for (_, _, g), (_, hidden, _) in pairs:
+        assert torch.equal(hidden[:, 0], block.norm(g[:, 0]))
+        assert not torch.equal(hidden[:, 0], g[:, 0])
+
+
+def test_the_token_embedding_at_position_0_is_zeroed_as_vllm_does():
+    _, block = _models(seed=8, vocab=9, layers=1)
+    hidden = torch.randn(1, 2, 16, dtype=torch.float64)
+    mask = torch.ones(1, 2, 2, dtype=torch.bool).tril()
+    positions = torch.tensor([[0, 1]])
+    g1, _ = block.step(hidden, torch.tensor([[3, 4]]), positions, mask)
+    g2, _ = block.step(hidden, torch.tensor([[7, 4]]), positions, mask)
+    # Position 0 never sees its token; position 1 attends to position 0 and matches too.
+    assert torch.equal(g1, g2)
+    g3, _ = block.step(hidden, torch.tensor([[3, 5]]), positions, mask)
+    assert not torch.equal(g1[:, 1], g3[:, 1])
+
+
+def test_rope_scaling_is_honoured_linear_and_yarn():
+    from model.fastmtp.layers import inverse_frequencies, rotary
+
+    positions = torch.arange(0, 40).reshape(2, 20)
+    plain_cos, plain_sin = rotary(positions.double() / 4, 16, 10000.0, torch.float64)
+    cos, sin = rotary(positions, 16, 10000.0, torch.float64, {"rope_type": "linear", "factor": 4})
+    assert torch.allclose(cos, plain_cos) and torch.allclose(sin, plain_sin)
+
+    # YaRN at factor 1 is plain RoPE; above 1 the highest frequencies stay, the lowest are
+    # interpolated by the factor, and cos/sin grow by 0.1·ln(factor) + 1.
+    yarn = {"rope_type": "yarn", "factor": 1.0, "original_max_position_embeddings": 4096}
+    assert torch.allclose(
+        rotary(positions, 16, 1e4, torch.float64, yarn)[0],
+        rotary(positions, 16, 1e4, torch.float64)[0],
+    )
+    inv, magnitude = inverse_frequencies(64, 10000.0, {**yarn, "factor": 40.0})
+    plain, _ = inverse_frequencies(64, 10000.0)
+    assert inv[0] == plain[0] and torch.isclose(inv[-1], plain[-1] / 40)
+    assert magnitude == pytest.approx(0.1 * math.log(40) + 1)
+    with pytest.raises(ValueError, match="'longrope' is not supported"):
+        inverse_frequencies(64, 10000.0, {"rope_type": "longrope", "factor": 2.0})
+
+
+def test_a_draft_block_with_scaled_rope_stays_lossless():
+    torch.manual_seed(3)
+    cfg = BlockConfig(16, 2, 2, 24, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    verifier = TinyCausalLM(cfg, 9, 1).double().eval()
+    adapter = CausalLMAdapter(verifier)
+    block = MTPDraftBlock(cfg, 9).double().eval().share(adapter.embedding, adapter.head)
+    prompts = [[1, 2, 3, 4], [5, 6]]
+    greedy = greedy_decode(adapter, prompts, max_new_tokens=12)
+    assert speculative_decode(adapter, block, prompts, k=3, max_new_tokens=12) == greedy

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from model.engines.base import PageResult
 from tests import documents
-from webapp.jobs import services
+from webapp.jobs import heartbeat, services
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services import page_lifecycle
 
@@ -181,6 +181,79 @@ def test_the_reaper_hands_out_pages_whose_worker_vanished_under_a_new_task_id(jo
     assert page.status == Page.Status.QUEUED
     assert page.task_id != old_task_id
     assert claim(page, task_id=old_task_id) is None
+
+
+def reap() -> int:
+    return services.pages_reap(stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1))
+
+
+@pytest.fixture
+def heartbeats():
+    """The real heartbeat of a worker named ``test:1`` (``claim`` uses that name), in the
+    broker's Redis; removed afterwards."""
+    beats = []
+
+    def make(worker="test:1"):
+        beat = heartbeat.Heartbeat(worker)
+        beats.append(beat)
+        return beat
+
+    yield make
+    from ocr_worker.celery_app import app
+
+    with app.connection_for_write() as connection:
+        for beat in beats:
+            beat.stop()
+            connection.default_channel.client.delete(heartbeat.key(beat.worker))
+
+
+@pytest.mark.django_db
+def test_a_page_its_live_worker_still_holds_is_never_sent_again(job, heartbeats):
+    # A GPU page three hours in, far past any time limit, still decoding.
+    page = job.pages.first()
+    claim(page)
+    Page.objects.filter(pk=page.pk).update(started_at=timezone.now() - timedelta(hours=3))
+    with heartbeats().holding(page.pk):
+        reaped = services.pages_reap(
+            stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1)
+        )
+        assert reaped == 0
+        page.refresh_from_db()
+        assert page.status == Page.Status.RUNNING and page.attempts == 1
+    # Let go of (the task ended without a result): sent again.
+    assert services.pages_reap(stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1))
+    page.refresh_from_db()
+    assert page.status == Page.Status.QUEUED
+
+
+@pytest.mark.django_db
+def test_without_heartbeats_to_read_the_reaper_goes_by_time_alone(job, monkeypatch):
+    monkeypatch.setattr(heartbeat, "pages_in_hand", lambda workers: None)  # Redis unreadable
+    page = job.pages.first()
+    claim(page)
+    Page.objects.filter(pk=page.pk).update(started_at=timezone.now() - timedelta(minutes=5))
+    assert (
+        services.pages_reap(stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1)) == 0
+    )
+    Page.objects.filter(pk=page.pk).update(started_at=timezone.now() - timedelta(hours=2))
+    assert (
+        services.pages_reap(stuck_after=timedelta(hours=1), unsent_after=timedelta(minutes=1)) == 1
+    )
+
+
+def test_a_heartbeat_lists_the_pages_in_hand_and_expires(heartbeats):
+    beat = heartbeats("test:heartbeat")
+    with beat.holding(41), beat.holding(42):
+        assert heartbeat.pages_in_hand(["test:heartbeat", "test:nobody"]) == {
+            "test:heartbeat": {41, 42},
+            "test:nobody": None,
+        }
+        from ocr_worker.celery_app import app
+
+        with app.connection_for_write() as connection:
+            ttl = connection.default_channel.client.ttl(heartbeat.key("test:heartbeat"))
+        assert 0 < ttl <= heartbeat.TTL_SECONDS
+    assert heartbeat.pages_in_hand(["test:heartbeat"]) == {"test:heartbeat": set()}
 
 
 @pytest.mark.django_db

@@ -43,3 +43,19 @@ def test_a_runaway_output_is_trimmed_to_one_copy_of_its_unit():
     tail = periodic_tail(ids)
     assert ids[: trimmed_length(ids, tail)] == [1, 2, 3, 4, 5, 6, 7]
     assert trimmed_length([1, 2, 3], None) == 3
+
+
+def test_a_loop_that_ends_in_the_end_of_sequence_id_is_still_runaway():
+    # vLLM keeps the EOS id (here 1) in token_ids: the tail check must look past it.
+    ids = list(range(50, 100)) + [7, 8, 9] * 40 + [1]
+    assert not check(ids, "stop").runaway  # what the guard saw before stop ids were stripped
+    verdict = check(ids, "stop", stop_ids={1})
+    assert verdict.runaway and verdict.reason == "repeated-ngram"
+    assert (verdict.tail.period, verdict.tail.start) == (3, 50)
+    assert trimmed_length(ids, verdict.tail) == 53
+
+
+def test_several_trailing_stop_ids_are_all_stripped():
+    ids = list(range(50, 100)) + [4, 5] * 60 + [1, 2, 2]
+    assert check(ids, "stop", stop_ids={1, 2}).reason == "repeated-ngram"
+    assert not check(list(range(50, 300)) + [1], "stop", stop_ids={1}).runaway

@@ -28,9 +28,10 @@ safetensors_torch = pytest.importorskip("safetensors.torch")
 
 from torch import Tensor, nn  # noqa: E402
 
+from model.config import ConfigError  # noqa: E402
 from model.engines import EngineError, EngineOptions, PageInput, engine_class  # noqa: E402
+from model.engines.transformers_config import TransformersConfig  # noqa: E402
 from model.engines.transformers_engine import (  # noqa: E402
-    ENV_MODEL_DIR,
     PROMPT,
     Checkpoint,
     TransformersEngine,
@@ -40,6 +41,7 @@ from model.fastmtp import BlockConfig, MTPDraftBlock  # noqa: E402
 from model.rendering import open_page_image  # noqa: E402
 from tests import documents  # noqa: E402
 
+ENV_MODEL_DIR = "FOLIO_TRANSFORMERS_MODEL_DIR"
 CHARS = "abcdefghijklmnopqrstuvwxyz #|-.\n"
 PAD, EOS, IMAGE = 0, 1, 2
 VOCAB = 3 + len(CHARS)
@@ -237,7 +239,7 @@ def test_it_reads_the_model_directory_from_the_environment(tmp_path, tiny, monke
 
 def test_it_refuses_to_load_without_a_model_directory(monkeypatch, tmp_path):
     monkeypatch.delenv(ENV_MODEL_DIR, raising=False)
-    with pytest.raises(EngineError, match=ENV_MODEL_DIR):
+    with pytest.raises(ConfigError, match=ENV_MODEL_DIR):
         TransformersEngine().load()
     with pytest.raises(EngineError, match="not a directory"):
         TransformersEngine(tmp_path / "missing").load()
@@ -259,3 +261,18 @@ def test_the_registry_names_the_engine_and_importing_engines_needs_no_torch():
         "assert 'torch' not in sys.modules, 'model.engines imported torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_its_settings_are_read_and_refused_by_name():
+    config = TransformersConfig.from_env(
+        {
+            ENV_MODEL_DIR: "/models/x",
+            "FOLIO_TRANSFORMERS_FASTMTP_K": "1",
+            "FOLIO_TRANSFORMERS_DTYPE": "bfloat16",
+        }
+    )
+    assert (str(config.model_dir), config.fastmtp_k, config.dtype) == ("/models/x", 1, "bfloat16")
+    with pytest.raises(ConfigError, match="FOLIO_TRANSFORMERS_DTYPE='fp4' is not one of"):
+        TransformersConfig.from_env({ENV_MODEL_DIR: "/m", "FOLIO_TRANSFORMERS_DTYPE": "fp4"})
+    with pytest.raises(ConfigError, match="FOLIO_TRANSFORMERS_FASTMTP_K=-1 is below"):
+        TransformersConfig.from_env({ENV_MODEL_DIR: "/m", "FOLIO_TRANSFORMERS_FASTMTP_K": "-1"})

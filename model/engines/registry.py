@@ -68,10 +68,9 @@ ENGINES: dict[str, EngineSpec] = {
         ),
         EngineSpec(
             name="transformers",
-            version="transformers-1",
+            version="transformers-2",
             import_path="model.engines.transformers_engine:TransformersEngine",
-            # Its settings move to a Config class of their own with the engine's next change.
-            config_path=None,
+            config_path="model.engines.transformers_config:TransformersConfig",
         ),
         EngineSpec(
             name="jina-ocr-v1",

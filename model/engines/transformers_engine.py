@@ -37,6 +37,7 @@ from torch import Tensor
 
 from model.documents import DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.engines.transformers_config import TransformersConfig
 from model.fastmtp import (
     CausalLMAdapter,
     MTPDraftBlock,
@@ -50,20 +51,14 @@ from model.fastmtp.loader import (
     has_draft_tensors,
     load_draft_state,
     read_draft_tensors,
+    rename_layer_prefix,
 )
 from model.pages import PageSelectionError
+from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import open_page_image
 
 logger = logging.getLogger(__name__)
 
-ENV_MODEL_DIR = "FOLIO_TRANSFORMERS_MODEL_DIR"
-ENV_DEVICE = "FOLIO_TRANSFORMERS_DEVICE"
-ENV_DTYPE = "FOLIO_TRANSFORMERS_DTYPE"
-ENV_K = "FOLIO_TRANSFORMERS_FASTMTP_K"
-ENV_MAX_NEW_TOKENS = "FOLIO_TRANSFORMERS_MAX_NEW_TOKENS"
-
-DEFAULT_K = 3
-DEFAULT_MAX_NEW_TOKENS = 4096
 # jina-ocr-v1's prompt, after the image (DESIGN.md).
 PROMPT = (
     "Transcribe the provided document image into a clean Markdown format, "
@@ -102,23 +97,10 @@ def load_pretrained(path: Path, device: torch.device, dtype: torch.dtype) -> Che
     return Checkpoint(model=model.to(device).eval(), processor=processor)
 
 
-def _env_int(name: str, default: int, minimum: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise EngineError(f"{name} must be an integer, not {raw!r}") from None
-    if value < minimum:
-        raise EngineError(f"{name} must be at least {minimum}, not {value}")
-    return value
-
-
 class TransformersEngine:
     name: ClassVar[str] = "transformers"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "transformers-1"
+    version: ClassVar[str] = "transformers-2"
     # One page at a time: the decoding loop holds a lock around the model, and at batch one
     # every verifier pass rolls the KV cache back by a crop, never a gather.
     max_pages_in_flight: ClassVar[int] = 1
@@ -152,21 +134,25 @@ class TransformersEngine:
                 self._load()
 
     def _load(self) -> None:
-        model_dir = self._model_dir or _model_dir_from_env()
+        # The environment's settings (TransformersConfig), under what the constructor was given.
+        given = {"FOLIO_TRANSFORMERS_MODEL_DIR": str(self._model_dir)} if self._model_dir else {}
+        config = TransformersConfig.from_env({**os.environ, **given})
+        model_dir = config.model_dir
         if not model_dir.is_dir():
-            raise EngineError(f"{ENV_MODEL_DIR} is not a directory: {model_dir}")
-        name = self._device_name or os.environ.get(ENV_DEVICE, "").strip()
+            raise EngineError(f"FOLIO_TRANSFORMERS_MODEL_DIR is not a directory: {model_dir}")
+        name = self._device_name or config.device
         device = torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
-        dtype = self._dtype or _dtype_from_env(device)
+        dtype = self._dtype or _dtype_for(config.dtype, device)
         if self._k is None:
-            self._k = _env_int(ENV_K, DEFAULT_K, 0)
+            self._k = config.fastmtp_k
         if self._max_new_tokens is None:
-            self._max_new_tokens = _env_int(ENV_MAX_NEW_TOKENS, DEFAULT_MAX_NEW_TOKENS, 1)
+            self._max_new_tokens = config.max_new_tokens
         started = time.perf_counter()
         checkpoint = self._loader(model_dir, device, dtype)
         adapter = CausalLMAdapter(checkpoint.model)
         draft = None
-        if self._k > 0 and has_draft_tensors(model_dir):
+        text = _text_config(checkpoint.model)
+        if self._k > 0 and has_draft(model_dir, getattr(text, "num_hidden_layers", None)):
             draft = _load_draft(model_dir, checkpoint.model, adapter, device, dtype)
         self._model_dir = model_dir
         self._checkpoint, self._adapter, self._draft = checkpoint, adapter, draft
@@ -195,9 +181,18 @@ class TransformersEngine:
         rendered = time.perf_counter()
         with self._lock:  # one model, one decoding loop at a time
             ids, tokens, extra = self._decode(image)
-        text = self._checkpoint.processor.decode(tokens, skip_special_tokens=True)
+        eos = _eos_token_id(self._checkpoint.model, self._checkpoint.processor)
+        body = tokens[:-1] if tokens and tokens[-1] == eos else tokens
+        # Special tokens kept, as DeepSeek-OCR's own inference decodes: <td> and the grounding
+        # tags are special tokens, and the post-processing reads the tags.
+        text = self._checkpoint.processor.decode(body, skip_special_tokens=False)
+        markdown, figures = vlm_markdown(
+            text, page_size=image.size, page_number=page.page_number, figures=bool(options.figures)
+        )
+        if figures:
+            extra["figures"] = figure_reports(image, figures)
         return PageResult(
-            markdown=text.strip(),
+            markdown=markdown,
             input_tokens=len(ids),
             output_tokens=len(tokens),
             render_seconds=rendered - started,
@@ -294,13 +289,16 @@ def _load_draft(
     device: torch.device,
     dtype: torch.dtype,
 ) -> MTPDraftBlock:
-    text = model.config.get_text_config() if hasattr(model.config, "get_text_config") else None
-    text = text or model.config
+    text = _text_config(model)
     heads = text.num_attention_heads
+    parameters = dict(getattr(text, "rope_parameters", None) or {})
     rope = getattr(text, "rope_theta", None)
     if rope is None:  # Transformers 5 keeps it with the other rope parameters
-        rope = (getattr(text, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
-    tensors = read_draft_tensors(model_dir)
+        rope = parameters.get("rope_theta", 10000.0)
+    # Transformers 4 names the scaling rope_scaling; 5 folds it into rope_parameters.
+    scaling = getattr(text, "rope_scaling", None) or parameters or None
+    layers = getattr(text, "num_hidden_layers", None)
+    tensors = draft_tensors(model_dir, layers)
     try:
         cfg, vocab, own = draft_config_from_tensors(
             tensors,
@@ -308,12 +306,34 @@ def _load_draft(
             num_kv_heads=getattr(text, "num_key_value_heads", None) or heads,
             rope_theta=float(rope),
             rms_eps=float(getattr(text, "rms_norm_eps", 1e-6)),
+            rope_scaling=scaling,
         )
         block = MTPDraftBlock(cfg, vocab or text.vocab_size, own_embedding=own)
         load_draft_state(block, tensors)
     except (DraftLoadError, KeyError) as exc:
         raise EngineError(f"the checkpoint's FastMTP head does not load: {exc}") from exc
     return block.to(device, dtype).eval().share(adapter.embedding, adapter.head)
+
+
+def _text_config(model: Any) -> Any:
+    config = model.config
+    text = config.get_text_config() if hasattr(config, "get_text_config") else None
+    return text or config
+
+
+def has_draft(model_dir: Path, layers: int | None) -> bool:
+    """jina-ocr-v1's ``mtp_module.*`` tensors, or DeepSeek-V3's ``model.layers.<layers>.*``."""
+    if has_draft_tensors(model_dir):
+        return True
+    return layers is not None and has_draft_tensors(model_dir, (f"model.layers.{layers}.",))
+
+
+def draft_tensors(model_dir: Path, layers: int | None) -> dict[str, Tensor]:
+    """The draft tensors in ``mtp_module.*`` names, whichever layout the checkpoint uses."""
+    if has_draft_tensors(model_dir) or layers is None:
+        return read_draft_tensors(model_dir)
+    v3 = read_draft_tensors(model_dir, (f"model.layers.{layers}.",))
+    return rename_layer_prefix(v3, layers)
 
 
 def _eos_token_id(model: Any, processor: Any) -> int | None:
@@ -326,17 +346,7 @@ def _eos_token_id(model: Any, processor: Any) -> int | None:
     return eos
 
 
-def _model_dir_from_env() -> Path:
-    raw = os.environ.get(ENV_MODEL_DIR, "").strip()
-    if not raw:
-        raise EngineError(f"set {ENV_MODEL_DIR} to a local checkpoint directory")
-    return Path(raw)
-
-
-def _dtype_from_env(device: torch.device) -> torch.dtype:
-    raw = os.environ.get(ENV_DTYPE, "").strip()
-    if not raw:
+def _dtype_for(name: str, device: torch.device) -> torch.dtype:
+    if not name:
         return torch.bfloat16 if device.type == "cuda" else torch.float32
-    if raw not in _DTYPES:
-        raise EngineError(f"{ENV_DTYPE} must be one of {sorted(_DTYPES)}, not {raw!r}")
-    return _DTYPES[raw]
+    return _DTYPES[name]

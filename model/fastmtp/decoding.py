@@ -209,7 +209,7 @@ def _draft(block: MTPDraftBlock, state: _DraftState, k: int) -> Tensor:
         # A single query sees every valid slot and itself: the mask is the validity row.
         scratch_valid = torch.cat([scratch_valid, torch.ones_like(scratch_valid[:, :1])], dim=1)
         g, scratch = block.step(
-            g_last[:, None],
+            block.recycle(g_last)[:, None],
             token[:, None],
             (position + j)[:, None],
             scratch_valid[:, None, :],

@@ -4,9 +4,17 @@
 
 ``h_p`` is the verifier's last hidden state at position ``p`` and ``t_{p+1}`` the token that
 follows it; the block predicts ``t_{p+2}``. FastMTP applies this one block recursively with the
-same weights: the next step takes ``g`` in place of ``h`` and the drafted token in place of
-``t_{p+1}``. The output head is the verifier's own (shared, never trained here); the
-embedding is the checkpoint's ``mtp_embed_tokens`` when it has one, else the verifier's.
+same weights: the next step takes ``norm(g)`` in place of ``h`` and the drafted token in place
+of ``t_{p+1}``.
+
+Conventions shared with vLLM 0.32's DeepSeek MTP layer (vllm/model_executor/models/
+deepseek_mtp.py, which says it matches SGLang's ``deepseek_nextn``), so that a head trained or
+measured here behaves the same there: the *post*-final-norm hidden state ``norm(g)`` is what the
+next recursive step reads (``recycle``), and the token embedding of a position-0 entry is
+zeroed (nothing precedes it).
+
+The output head is the verifier's own (shared, never trained here); the embedding is the
+checkpoint's ``mtp_embed_tokens`` when it has one, else the verifier's.
 """
 
 from __future__ import annotations
@@ -58,9 +66,14 @@ class MTPDraftBlock(nn.Module):
     ) -> tuple[Tensor, KV]:
         """One application over (B, Q) pairs; returns the block's output and its keys/values."""
         embedding, _ = self._parts()
-        e = self.enorm(embedding(tokens).to(hidden.dtype))
+        e = embedding(tokens).to(hidden.dtype)
+        e = self.enorm(e.masked_fill((positions == 0)[..., None], 0.0))
         x = self.eh_proj(torch.cat([e, self.hnorm(hidden)], dim=-1))
         return self.block(x, positions, mask, past)
+
+    def recycle(self, g: Tensor) -> Tensor:
+        """What the next recursive step reads in place of the verifier's hidden state."""
+        return self.norm(g)
 
     def logits(self, g: Tensor) -> Tensor:
         _, head = self._parts()

@@ -8,7 +8,10 @@ recursive draft training are then all the same thing.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +26,9 @@ class BlockConfig:
     intermediate_size: int
     rope_theta: float = 10000.0
     rms_eps: float = 1e-6
+    # The decoder's RoPE scaling (its config's ``rope_scaling`` / ``rope_parameters``): the
+    # draft layer must rotate positions exactly as the decoder does. None: plain RoPE.
+    rope_scaling: Mapping[str, Any] | None = None
 
     @property
     def head_dim(self) -> int:
@@ -44,15 +50,68 @@ class RMSNorm(nn.Module):
 
 
 def rotary(
-    positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+    positions: Tensor,
+    head_dim: int,
+    theta: float,
+    dtype: torch.dtype,
+    scaling: Mapping[str, Any] | None = None,
 ) -> tuple[Tensor, Tensor]:
     """cos/sin of shape (B, 1, Q, head_dim) for integer positions (B, Q)."""
-    inv = 1.0 / (
-        theta ** (torch.arange(0, head_dim, 2, device=positions.device).double() / head_dim)
-    )
-    angles = positions.double()[..., None] * inv
+    inv, magnitude = inverse_frequencies(head_dim, theta, scaling)
+    angles = positions.double()[..., None] * inv.to(positions.device)
     emb = torch.cat([angles, angles], dim=-1)[:, None]
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+    return (emb.cos() * magnitude).to(dtype), (emb.sin() * magnitude).to(dtype)
+
+
+def inverse_frequencies(
+    head_dim: int, theta: float, scaling: Mapping[str, Any] | None = None
+) -> tuple[Tensor, float]:
+    """RoPE's inverse frequencies (float64) and the factor cos/sin are scaled by.
+
+    Scaling types as vLLM 0.32's ``get_rope`` applies them (vllm/model_executor/layers/
+    rotary_embedding/): ``linear`` divides the frequencies by ``factor``; ``yarn`` blends
+    interpolated and extrapolated frequencies over a linear ramp between the correction
+    dimensions of ``beta_fast``/``beta_slow`` rotations at ``original_max_position_embeddings``,
+    and scales cos/sin by 0.1·m·ln(factor) + 1 (``mscale`` over ``mscale_all_dim`` when both are
+    given, ``attention_factor`` when that is). Any other type is refused, naming it.
+    """
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
+    base = theta**exponents
+    kind = str((scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default")
+    if kind == "default":
+        return 1.0 / base, 1.0
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return 1.0 / (base * factor), 1.0
+    if kind != "yarn":
+        raise ValueError(f"rope scaling {kind!r} is not supported by the FastMTP draft block")
+    original = float(scaling["original_max_position_embeddings"])
+    fast = float(scaling.get("beta_fast", 32))
+    slow = float(scaling.get("beta_slow", 1))
+
+    def correction_dim(rotations: float) -> float:
+        return head_dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction_dim(fast), correction_dim(slow)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    extrapolate = 1 - ramp
+    inv = (1.0 / (factor * base)) * (1 - extrapolate) + (1.0 / base) * extrapolate
+
+    def mscale(m: float = 1.0) -> float:
+        return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+
+    if scaling.get("attention_factor") is not None:
+        magnitude = float(scaling["attention_factor"])
+    elif scaling.get("mscale") and scaling.get("mscale_all_dim"):
+        magnitude = mscale(float(scaling["mscale"])) / mscale(float(scaling["mscale_all_dim"]))
+    else:
+        magnitude = mscale()
+    return inv, magnitude
 
 
 def _rotate_half(x: Tensor) -> Tensor:
@@ -89,7 +148,7 @@ class Attention(nn.Module):
         cfg = self.cfg
         b, q, _ = x.shape
         d = cfg.head_dim
-        cos, sin = rotary(positions, d, cfg.rope_theta, x.dtype)
+        cos, sin = rotary(positions, d, cfg.rope_theta, x.dtype, cfg.rope_scaling)
         qs = apply_rotary(self.q_proj(x).view(b, q, cfg.num_heads, d).transpose(1, 2), cos, sin)
         ks = apply_rotary(self.k_proj(x).view(b, q, cfg.num_kv_heads, d).transpose(1, 2), cos, sin)
         vs = self.v_proj(x).view(b, q, cfg.num_kv_heads, d).transpose(1, 2)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from torch import Tensor
 
@@ -127,13 +128,14 @@ def draft_config_from_tensors(
     rope_theta: float = 10000.0,
     rms_eps: float = 1e-6,
     prefix: str = "mtp_module.",
+    rope_scaling: Mapping[str, Any] | None = None,
 ) -> tuple[BlockConfig, int, bool]:
     """The block's config, vocabulary size and whether it has its own embedding, from shapes."""
     by_target = {block_name(n, prefix): t for n, t in tensors.items()}
     hidden = by_target["eh_proj.weight"].shape[0]
     inter = by_target["block.mlp.gate_proj.weight"].shape[0]
     embed = by_target.get("embed_tokens.weight")
-    cfg = BlockConfig(hidden, num_heads, num_kv_heads, inter, rope_theta, rms_eps)
+    cfg = BlockConfig(hidden, num_heads, num_kv_heads, inter, rope_theta, rms_eps, rope_scaling)
     vocab = embed.shape[0] if embed is not None else 0
     return cfg, vocab, embed is not None
 

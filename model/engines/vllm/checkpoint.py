@@ -1,63 +1,53 @@
-"""The checkpoint's own vLLM glue: jina-ocr-v1's snapshot ships a ``register()`` that adds
-what upstream vLLM lacks for it (the MTP draft head of a ``deepseek_ocr`` model, nine tiles).
+"""The vLLM glue for the checkpoint's FastMTP draft head, run in every vLLM process.
 
-It must run in every process of vLLM: the worker (which preprocesses images) and the
-engine-core process that vLLM spawns. The worker calls ``register`` before it starts the
-engine; Folio's ``vllm.general_plugins`` entry point (``plugin``) runs it in the spawned
-processes, finding the checkpoint through ``FOLIO_VLLM_MODEL``, which they inherit.
+It must run in the worker (which builds vLLM's configuration, where the draft is mapped) and in
+the engine-core process that vLLM spawns (where the draft model is built). The worker calls
+``register_glue`` before it starts the engine; Folio's ``vllm.general_plugins`` entry point
+(``plugin``) runs the same in each process vLLM starts (vLLM loads every installed general
+plugin at start-up, vllm/plugins/__init__.py).
 
-``FOLIO_VLLM_REGISTER`` names the glue as ``file.py:function`` inside the snapshot; by default
-the files below are tried, and a checkpoint without any (plain DeepSeek-OCR) needs none.
+Which glue (``model.engines.vllm.draft.route``):
+- ``FOLIO_VLLM_PLUGIN=module:function`` names glue to call instead of Folio's (the checkpoint's
+  own ``register()``, installed as a module); it is imported and called, and a failure stops
+  the worker with the reason;
+- otherwise Folio's own registration (``model.engines.vllm.fastmtp_vllm.register``).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import logging
-import os
-from pathlib import Path
+
+from model.engines.vllm.draft import DraftRouteError, named_plugin
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_GLUE = ("register.py:register", "vllm_register.py:register")
 _done: set[str] = set()
 
 
-def glue_entry(model: str) -> tuple[Path, str] | None:
-    """The glue file and function of a checkpoint folder, or ``None`` when it ships none."""
-    wanted = os.environ.get("FOLIO_VLLM_REGISTER", "").strip()
-    for entry in (wanted,) if wanted else DEFAULT_GLUE:
-        filename, _, function = entry.partition(":")
-        path = Path(model) / filename
-        if path.is_file():
-            return path, function or "register"
-        if wanted:
-            raise FileNotFoundError(f"FOLIO_VLLM_REGISTER={wanted!r}: no {path}")
-    return None
-
-
-def register(model: str) -> str:
-    """Run the checkpoint's glue once in this process; answers what ran ("" for nothing)."""
-    entry = glue_entry(model)
-    if entry is None:
-        return ""
-    path, function = entry
-    label = f"{path.name}:{function}"
+def register_glue() -> str:
+    """Run the glue once in this process; answers which (``plugin:module:function`` or
+    ``folio``). Imports vLLM."""
+    named = named_plugin()
+    label = f"plugin:{named}" if named else "folio"
     if label in _done:
         return label
-    spec = importlib.util.spec_from_file_location(f"folio_checkpoint_glue_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"{path} cannot be loaded as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    getattr(module, function)()
+    if named:
+        module_name, _, function = named.partition(":")
+        try:
+            glue = getattr(importlib.import_module(module_name), function)
+        except (ImportError, AttributeError) as exc:
+            raise DraftRouteError(f"FOLIO_VLLM_PLUGIN={named!r} cannot be loaded: {exc}") from exc
+        glue()
+    else:
+        from model.engines.vllm import fastmtp_vllm
+
+        fastmtp_vllm.register()
     _done.add(label)
-    logger.info("ran the checkpoint's vLLM glue %s", label)
+    logger.info("vLLM draft glue registered: %s", label)
     return label
 
 
 def plugin() -> None:
     """vLLM general plugin: the same glue in each process vLLM starts."""
-    model = os.environ.get("FOLIO_VLLM_MODEL", "").strip()
-    if model:
-        register(model)
+    register_glue()

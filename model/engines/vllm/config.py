@@ -5,26 +5,48 @@ Nothing here imports vLLM, so a bad setting is reported before the heavy import.
 | variable | default | what |
 |---|---|---|
 | ``FOLIO_VLLM_MODEL`` | (required) | the checkpoint's folder (jina-ocr-v1 or DeepSeek-OCR) |
-| ``FOLIO_VLLM_SPECULATION`` | ``k3-eager`` | ``k3-eager``, ``k1-graphs``, ``ngram-k3`` or ``off`` |
+| ``FOLIO_VLLM_SPECULATION`` | see below | ``k1-graphs``, ``k3-eager``, ``ngram-k3``, ``off`` |
 | ``FOLIO_VLLM_PAGES_IN_FLIGHT`` | 32 | pages decoded at once (vLLM's ``max_num_seqs``) |
-| ``FOLIO_VLLM_MAX_TOKENS`` | 8192 | output cap per page |
-| ``FOLIO_VLLM_MAX_TILES`` | 6 | Gundam tiles; 9 needs the checkpoint's own processor glue |
+| ``FOLIO_VLLM_MAX_TOKENS`` | 8192 | output cap per page (``max_model_len`` follows from it) |
 | ``FOLIO_VLLM_PAGE_TIMEOUT`` | 300 | seconds before a page's request is aborted |
-| ``FOLIO_VLLM_REPETITION_FALLBACK`` | ``on`` | a second engine, no speculation, for runaways |
+| ``FOLIO_VLLM_PROMPT`` | jina-ocr-v1's | the instruction after the image |
+| ``FOLIO_VLLM_REPETITION_FALLBACK`` | ``off`` | ``on``: a second in-process engine for runaways |
+| ``FOLIO_VLLM_OVERHEAD_GIB`` | 2 | memory plan: room kept for CUDA graphs and activations |
+| ``FOLIO_VLLM_PLUGIN`` | (none) | ``module:function``: the draft head's glue, instead of Folio's |
 | ``FOLIO_VLLM_ENGINE_ARGS`` | ``{}`` | JSON of further vLLM engine arguments (they win) |
 | ``FOLIO_VLLM_FALLBACK_ENGINE_ARGS`` | ``{}`` | the same, for the fallback engine only |
+
+The speculation preset, when not set: ``k1-graphs`` (MTP, one draft token, CUDA graphs) for a
+checkpoint with a FastMTP draft head, ``k3-eager`` where graphs are off
+(``"enforce_eager": true`` in ``FOLIO_VLLM_ENGINE_ARGS``), ``off`` for a checkpoint without a
+draft head. The seeds measured K=1 with CUDA graphs as the best point (158.3 → 185.6 tok/s);
+K=3 pays only in eager mode. An MTP preset asked for on a checkpoint without a draft head is an
+error, never a silent fall back.
+
+Tiles: vLLM 0.32 caps DeepSeek-OCR's Gundam grid at ``MAX_CROPS = 6`` (a module constant in
+vllm/transformers_utils/processors/deepseek_ocr.py, which its placeholder count also uses), so
+Folio has no setting for it: passing a larger cap to the processor alone would desynchronise the
+placeholders from the image features.
 """
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from model.engines.base import EngineError
-from model.gundam import DEFAULT_MAX_TILES, MAX_TILES, MIN_TILES
+from model import gundam
+from model.config import (
+    ConfigError,
+    env_choice,
+    env_float,
+    env_int,
+    env_json_object,
+    env_required,
+    env_str,
+)
+from model.engines.vllm.prompt import JINA_OCR_PROMPT
 
 
 @dataclass(frozen=True)
@@ -32,8 +54,7 @@ class Speculation:
     name: str
     method: str | None  # None: no speculation
     tokens: int = 0
-    # CUDA graphs with K > 1 MTP steps cost more capture memory than they save on these
-    # sequences; K=3 runs eager, K=1 keeps the graphs.
+    # Each preset keeps the mode the seeds measured it in: K=1 with CUDA graphs, K=3 eager.
     eager: bool = True
 
     def config(self) -> dict[str, Any] | None:
@@ -46,12 +67,32 @@ class Speculation:
 
 
 PRESETS: dict[str, Speculation] = {
-    "k3-eager": Speculation("k3-eager", "mtp", 3, eager=True),
     "k1-graphs": Speculation("k1-graphs", "mtp", 1, eager=False),
-    # n-gram prompt lookup: needs no draft head, and is what the CPU build proves.
+    "k3-eager": Speculation("k3-eager", "mtp", 3, eager=True),
+    # n-gram prompt lookup: needs no draft head.
     "ngram-k3": Speculation("ngram-k3", "ngram", 3, eager=True),
     "off": Speculation("off", None, eager=False),
+    "off-eager": Speculation("off-eager", None, eager=True),
 }
+
+# vLLM 0.32's tile cap for DeepSeek-OCR (MAX_CROPS in its processor); see the module docstring.
+VLLM_MAX_TILES = 6
+# Room for the prompt's text tokens (BOS, the newline after the image, the instruction) in
+# max_model_len; the engine checks the real count against it on every page.
+PROMPT_TEXT_ALLOWANCE = 64
+
+
+def max_image_placeholders(max_tiles: int = VLLM_MAX_TILES) -> int:
+    """The most image placeholder tokens one page can take (the widest grid, separators in)."""
+    grids = [gundam.NO_TILES, *gundam.candidate_grids(max_tiles)]
+    return max(gundam.placeholder_count(grid) for grid in grids)
+
+
+def default_preset(*, has_draft: bool, extra_args: dict[str, Any]) -> Speculation:
+    if not has_draft:
+        return PRESETS["off"]
+    return PRESETS["k3-eager" if extra_args.get("enforce_eager") else "k1-graphs"]
+
 
 # DeepSeek-OCR's n-gram blocker (the logits processor) as its own scripts set it up.
 NGRAM_SIZE = 30
@@ -63,47 +104,57 @@ NGRAM_WHITELIST_TOKENS = ("<td>", "</td>")
 @dataclass(frozen=True)
 class VllmConfig:
     model: str
-    speculation: Speculation = PRESETS["k3-eager"]
+    # None: chosen by the checkpoint when the engine loads (``default_preset``).
+    speculation: Speculation | None = None
     pages_in_flight: int = 32
     max_tokens: int = 8192
-    max_tiles: int = DEFAULT_MAX_TILES
     page_timeout: float = 300.0
-    repetition_fallback: bool = True
+    prompt: str = JINA_OCR_PROMPT
+    repetition_fallback: bool = False
+    overhead_gib: float = 2.0
+    plugin: str = ""  # FOLIO_VLLM_PLUGIN, module:function
     extra_args: dict[str, Any] = field(default_factory=dict)
     fallback_extra_args: dict[str, Any] = field(default_factory=dict)
-    # Benchmarks only: every page decodes exactly this many tokens (EOS ignored), as in the
-    # published measurement with dummy weights; the repetition guard is then off.
+    # Benchmarks on a folder without weights only: every page decodes exactly this many tokens
+    # (EOS ignored); the repetition guard is then off.
     fixed_output_tokens: int = 0
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> VllmConfig:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> VllmConfig:
+        """The ``FOLIO_VLLM_*`` settings (table above); a malformed one raises
+        ``model.config.ConfigError`` naming it, before anything heavy is imported."""
         env = os.environ if environ is None else environ
-        model = env.get("FOLIO_VLLM_MODEL", "").strip()
-        if not model:
-            raise EngineError("FOLIO_VLLM_MODEL is not set: the vLLM engine has no checkpoint")
-        preset = env.get("FOLIO_VLLM_SPECULATION", "k3-eager").strip() or "k3-eager"
-        if preset not in PRESETS:
-            raise EngineError(
-                f"FOLIO_VLLM_SPECULATION={preset!r} is not one of: {', '.join(PRESETS)}"
+        model = env_required(
+            "FOLIO_VLLM_MODEL", what="the vLLM engine has no checkpoint", environ=env
+        )
+        preset = env_choice("FOLIO_VLLM_SPECULATION", "", ("", *PRESETS), environ=env)
+        if env_str("FOLIO_VLLM_MAX_TILES", environ=env).strip():
+            raise ConfigError(
+                "FOLIO_VLLM_MAX_TILES is gone: vLLM 0.32 fixes DeepSeek-OCR's tile cap at"
+                f" {VLLM_MAX_TILES}; unset it"
             )
-        max_tiles = _int(env, "FOLIO_VLLM_MAX_TILES", DEFAULT_MAX_TILES)
-        if not MIN_TILES <= max_tiles <= MAX_TILES:
-            raise EngineError(f"FOLIO_VLLM_MAX_TILES must be {MIN_TILES}..{MAX_TILES}")
-        fallback = env.get("FOLIO_VLLM_REPETITION_FALLBACK", "on").strip().lower()
-        if fallback not in ("on", "off"):
-            raise EngineError("FOLIO_VLLM_REPETITION_FALLBACK must be on or off")
+        fallback = env_choice("FOLIO_VLLM_REPETITION_FALLBACK", "off", ("on", "off"), environ=env)
         return cls(
             model=model,
-            speculation=PRESETS[preset],
-            pages_in_flight=_int(env, "FOLIO_VLLM_PAGES_IN_FLIGHT", 32, minimum=1),
-            max_tokens=_int(env, "FOLIO_VLLM_MAX_TOKENS", 8192, minimum=1),
-            max_tiles=max_tiles,
-            page_timeout=float(_int(env, "FOLIO_VLLM_PAGE_TIMEOUT", 300, minimum=1)),
+            speculation=PRESETS[preset] if preset else None,
+            pages_in_flight=env_int("FOLIO_VLLM_PAGES_IN_FLIGHT", 32, minimum=1, environ=env),
+            max_tokens=env_int("FOLIO_VLLM_MAX_TOKENS", 8192, minimum=1, environ=env),
+            page_timeout=float(env_int("FOLIO_VLLM_PAGE_TIMEOUT", 300, minimum=1, environ=env)),
+            prompt=env_str("FOLIO_VLLM_PROMPT", environ=env).strip() or JINA_OCR_PROMPT,
             repetition_fallback=fallback == "on",
-            extra_args=_json(env, "FOLIO_VLLM_ENGINE_ARGS"),
-            fallback_extra_args=_json(env, "FOLIO_VLLM_FALLBACK_ENGINE_ARGS"),
-            fixed_output_tokens=_int(env, "FOLIO_VLLM_FIXED_OUTPUT_TOKENS", 0),
+            overhead_gib=env_float("FOLIO_VLLM_OVERHEAD_GIB", 2.0, minimum=0, environ=env),
+            plugin=_plugin(env),
+            extra_args=env_json_object("FOLIO_VLLM_ENGINE_ARGS", environ=env),
+            fallback_extra_args=env_json_object("FOLIO_VLLM_FALLBACK_ENGINE_ARGS", environ=env),
+            fixed_output_tokens=env_int(
+                "FOLIO_VLLM_FIXED_OUTPUT_TOKENS", 0, minimum=0, environ=env
+            ),
         )
+
+    @property
+    def max_model_len(self) -> int:
+        """Visual tokens of the widest page + the prompt's text + the output cap."""
+        return max_image_placeholders() + PROMPT_TEXT_ALLOWANCE + self.max_tokens
 
     def engine_args(self, *, speculation: Speculation | None) -> dict[str, Any]:
         """vLLM ``EngineArgs`` for the main engine (with ``speculation``) or the fallback."""
@@ -111,6 +162,9 @@ class VllmConfig:
             "model": self.model,
             "tokenizer": self.model,
             "trust_remote_code": True,
+            # Unset, vLLM takes the decoder's max_position_embeddings and sizes the KV cache
+            # and the scheduler for pages 30 times longer than any can be.
+            "max_model_len": self.max_model_len,
             # Each page is a new image: nothing to share between prompts, and the processor
             # cache only holds memory.
             "enable_prefix_caching": False,
@@ -137,38 +191,10 @@ class VllmConfig:
         return args
 
 
-def has_draft_head(model: str) -> bool:
-    """Whether the checkpoint ships an MTP draft layer (``num_nextn_predict_layers`` > 0 in its
-    language model's configuration). Without one, MTP presets fall back to no speculation."""
+def _plugin(env: Mapping[str, str]) -> str:
+    from model.engines.vllm.draft import DraftRouteError, named_plugin
+
     try:
-        config = json.loads((Path(model) / "config.json").read_text())
-    except (OSError, ValueError):
-        return False
-    for section in (config, config.get("language_config") or {}, config.get("text_config") or {}):
-        if int(section.get("num_nextn_predict_layers") or 0) > 0:
-            return True
-    return False
-
-
-def _int(env: Any, name: str, default: int, *, minimum: int = 0) -> int:
-    raw = env.get(name, "").strip()
-    try:
-        value = int(raw) if raw else default
-    except ValueError:
-        raise EngineError(f"{name} must be a whole number, not {raw!r}") from None
-    if value < minimum:
-        raise EngineError(f"{name} must be at least {minimum}, not {value}")
-    return value
-
-
-def _json(env: Any, name: str) -> dict[str, Any]:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return {}
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        raise EngineError(f"{name} is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise EngineError(f"{name} must be a JSON object")
-    return value
+        return named_plugin(env)
+    except DraftRouteError as exc:
+        raise ConfigError(str(exc)) from None

@@ -6,9 +6,16 @@ decoded together and vLLM batches them continuously. vLLM starts its engine-core
 itself (spawned, never forked), so load this engine in a threads or solo pool: prefork
 children are daemonic and may not start processes.
 
+Before vLLM starts, ``launch.plan_launch`` decides the preset, the glue that serves the
+checkpoint's FastMTP draft head and the memory plan; a plan that cannot work stops the worker
+with the reason and the numbers (the worker's start-up turns the error into an exit).
+
 Runaway repetition: vLLM refuses DeepSeek-OCR's n-gram logits processor while speculative
-decoding is on, so each page is checked after decoding (``model.repetition``) and a runaway
-one is decoded again by a second, small engine without speculation that runs the processor.
+decoding is on, so each page is checked after decoding (``model.repetition``, with the
+end-of-sequence id that vLLM keeps in ``token_ids`` stripped first). A runaway page is trimmed
+to one copy of its loop and flagged (the quality report marks it for review). Decoding it again
+without speculation is opt-in (``FOLIO_VLLM_REPETITION_FALLBACK=on``): a second engine in the
+same process, which needs its own share of GPU memory.
 """
 
 from __future__ import annotations
@@ -39,11 +46,11 @@ from model.engines.vllm.config import (
     NGRAM_SIZE,
     NGRAM_WHITELIST_TOKENS,
     NGRAM_WINDOW,
-    PRESETS,
+    VLLM_MAX_TILES,
     VllmConfig,
-    has_draft_head,
 )
-from model.engines.vllm.prompt import IMAGE_TOKEN, vllm_prompt
+from model.engines.vllm.launch import plan_launch
+from model.engines.vllm.prompt import IMAGE_TOKEN
 from model.layout import page_size_points
 from model.layout.grounding import grounded_layout
 from model.pages import PageSelectionError
@@ -82,6 +89,8 @@ class VllmEngine:
         self._main: Any = None
         self._fallback: Any = None
         self._image_token_id: int | None = None
+        self._stop_ids: set[int] = set()
+        self._prompt = ""
         self._whitelist: list[int] = []
         self._ids = itertools.count()
         self._load_lock = threading.Lock()
@@ -103,24 +112,23 @@ class VllmEngine:
 
     def _load(self) -> None:
         config = self.config
-        glue = checkpoint.register(config.model)
-        speculation = config.speculation
-        note = ""
-        if speculation.method == "mtp" and not has_draft_head(config.model):
-            note = f"{speculation.name} asked for, but the checkpoint has no MTP draft head"
-            logger.warning("%s: running without speculative decoding", note)
-            speculation = PRESETS["off"]
+        launch = plan_launch(config)
+        launch.memory.check()
+        for line in launch.memory.lines():
+            logger.info("memory plan: %s", line)
+        # Always: the glue also keeps the draft tensors out of the main model's weights.
+        glue = checkpoint.register_glue()
+        speculation = launch.speculation
+        self._prompt = launch.prompt
         self._start_loop()
-        main_args = config.engine_args(speculation=speculation)
-        if speculation.method is not None:
-            main_args.setdefault("per_request_spec_decode_metrics", "summary")
         # Without speculation the main engine runs DeepSeek-OCR's n-gram blocker itself.
-        self._main = self._call(_start_engine(main_args, ngram=speculation.method is None))
+        self._main = self._call(_start_engine(launch.engine_args, ngram=speculation.method is None))
         guarded = config.repetition_fallback and not config.fixed_output_tokens
         if speculation.method is not None and guarded:
             self._fallback = self._call(_start_engine(config.fallback_args(), ngram=True))
         tokenizer = self._call(_tokenizer(self._main))
         self._image_token_id = tokenizer.convert_tokens_to_ids(IMAGE_TOKEN)
+        self._stop_ids = {t for t in [tokenizer.eos_token_id] if isinstance(t, int)}
         self._whitelist = [
             token_id
             for token_id in (tokenizer.convert_tokens_to_ids(t) for t in NGRAM_WHITELIST_TOKENS)
@@ -129,12 +137,16 @@ class VllmEngine:
         self.status = {
             "loaded": True,
             "model": config.model,
-            "checkpoint_glue": glue,
+            "architecture": launch.checkpoint.architecture,
+            "draft_head": launch.checkpoint.draft.layout or "none",
+            "draft_glue": launch.route or "none",
+            "registered_glue": glue,
             "speculation": speculation.name,
-            "speculation_asked": config.speculation.name,
-            "speculation_note": note,
+            "speculation_reason": launch.speculation_reason,
             "repetition_fallback": self._fallback is not None,
             "pages_in_flight": config.pages_in_flight,
+            "max_model_len": launch.engine_args.get("max_model_len"),
+            "memory_plan_fits_pages": launch.memory.pages_that_fit,
         }
         metrics.engine_info(self.status)
         logger.info("vLLM engine ready: %s", self.status)
@@ -181,12 +193,12 @@ class VllmEngine:
             guard = {"runaway": False, "reason": "fixed-output-benchmark", "retried": False}
         if guard["runaway"] and self._fallback is not None:
             retry = self._decode(self._fallback, image, ngram=True)
-            again = repetition.check(retry.token_ids, retry.finish_reason)
+            again = self._verdict(retry)
             guard.update(retried=True, retry_reason=again.reason, retry_tokens=len(retry.token_ids))
             kept = retry
             metrics.repetition_retry()
         text = kept.text
-        verdict = repetition.check(kept.token_ids, kept.finish_reason)
+        verdict = self._verdict(kept)
         if verdict.runaway and not self.config.fixed_output_tokens:
             keep = repetition.trimmed_length(kept.token_ids, verdict.tail)
             if keep < len(kept.token_ids):
@@ -200,7 +212,7 @@ class VllmEngine:
             page_number=page.page_number,
             figures=bool(options.figures),
         )
-        grid = gundam.choose_grid(*image.size, max_tiles=self.config.max_tiles)
+        grid = gundam.choose_grid(*image.size, max_tiles=VLLM_MAX_TILES)
         result = PageResult(
             markdown=markdown,
             input_tokens=kept.prompt_tokens,
@@ -239,8 +251,11 @@ class VllmEngine:
     def _spec_off(self) -> bool:
         return self.status.get("speculation") == "off"
 
+    def _verdict(self, decoded: Decoded) -> repetition.Verdict:
+        return repetition.check(decoded.token_ids, decoded.finish_reason, stop_ids=self._stop_ids)
+
     def _guard(self, decoded: Decoded) -> dict[str, Any]:
-        verdict = repetition.check(decoded.token_ids, decoded.finish_reason)
+        verdict = self._verdict(decoded)
         return {"runaway": verdict.runaway, "reason": verdict.reason, "retried": False}
 
     def _decode(self, engine: Any, image: Image.Image, *, ngram: bool) -> Decoded:
@@ -269,7 +284,7 @@ class VllmEngine:
         )
         request_id = f"page-{next(self._ids)}"
         future = asyncio.run_coroutine_threadsafe(
-            _generate(engine, image, params, request_id), self._loop
+            _generate(engine, image, params, request_id, self._prompt), self._loop
         )
         try:
             output, seconds = future.result(self.config.page_timeout)
@@ -327,10 +342,12 @@ async def _detokenize(engine: Any, token_ids: list[int]) -> str:
     return tokenizer.decode(token_ids, skip_special_tokens=False)
 
 
-async def _generate(engine: Any, image: Image.Image, params: Any, request_id: str) -> Any:
+async def _generate(
+    engine: Any, image: Image.Image, params: Any, request_id: str, text: str
+) -> Any:
     started = time.perf_counter()
     final = None
-    prompt = {"prompt": vllm_prompt(), "multi_modal_data": {"image": image}}
+    prompt = {"prompt": text, "multi_modal_data": {"image": image}}
     async for output in engine.generate(prompt, params, request_id):
         final = output
     if final is None:

@@ -22,3 +22,7 @@ with contextlib.suppress(ImportError):
         # Already defined by a torchvision whose native ops did load: nothing to do.
         with contextlib.suppress(RuntimeError):
             _library.define(f"{_op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+
+# The tier's load format for a checkpoint without a vision tower (see folio_partial_loader).
+if __import__("os").environ.get("FOLIO_TEST_PARTIAL_LOADER") == "1":
+    import folio_partial_loader  # noqa: F401

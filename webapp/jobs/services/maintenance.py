@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from webapp.jobs import heartbeat
 from webapp.jobs.models import Job, Page
 from webapp.jobs.queueing import queue_depth
 from webapp.jobs.services.submission import pages_send
@@ -30,6 +31,11 @@ def pages_reap(
     submit), or sent but lost (the broker restarted empty: its queue is empty while pages
     still wait).
 
+    Past the time limit, a page its worker process still lists in its heartbeat
+    (``webapp.jobs.heartbeat``) is left alone, however long it runs: a GPU page may run for
+    minutes, and sending it again would decode it twice. Only when the heartbeats cannot be
+    read does elapsed time alone decide.
+
     Each gets a new task id, which turns any old message for it into a no-op."""
     now = timezone.now()
     held_by_lost = Q(pk__in=[])
@@ -39,7 +45,7 @@ def pages_reap(
         Q(started_at__lt=now - stuck_after) | held_by_lost,
         status=Page.Status.RUNNING,
         job__status__in=Job.ACTIVE,
-    )
+    ).exclude(pk__in=_still_held(now=now, stuck_after=stuck_after))
     unsent = Page.objects.filter(
         status=Page.Status.QUEUED,
         sent_at__isnull=True,
@@ -68,6 +74,24 @@ def pages_reap(
         logger.warning("re-enqueued %d pages that no worker was going to finish", reaped)
     _cancelled_job_pages_close(now=now, stuck_after=stuck_after)
     return reaped
+
+
+def _still_held(*, now, stuck_after: timedelta) -> list[int]:
+    """Pages past the time limit that their live worker process still lists as in hand."""
+    overdue = list(
+        Page.objects.filter(
+            status=Page.Status.RUNNING,
+            started_at__lt=now - stuck_after,
+            job__status__in=Job.ACTIVE,
+        ).values_list("pk", "worker")[:1000]
+    )
+    held = heartbeat.pages_in_hand(worker for _, worker in overdue)
+    if held is None:
+        return []
+    kept = [pk for pk, worker in overdue if pk in (held.get(worker) or ())]
+    if kept:
+        logger.info("%d pages past the time limit are still in their workers' hands", len(kept))
+    return kept
 
 
 def _lost_pages(*, now, lost_after: timedelta) -> list:

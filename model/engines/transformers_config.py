@@ -1,0 +1,54 @@
+"""The ``transformers`` engine's configuration, read from ``FOLIO_TRANSFORMERS_*``.
+
+No torch here: the registry, the web process and a worker checking its settings before it loads
+the engine all import this module cheaply. The device and dtype are names; the engine turns
+them into torch objects (and picks ``cuda`` / bfloat16 when a GPU is there and none is named).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from model.config import env_choice, env_int, env_required, env_str
+
+DEFAULT_K = 3
+DEFAULT_MAX_NEW_TOKENS = 4096
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class TransformersConfig:
+    model_dir: Path
+    device: str = ""  # "" = cuda when available, else cpu
+    dtype: str = ""  # "" = bfloat16 on a GPU, float32 on a CPU
+    fastmtp_k: int = DEFAULT_K  # drafts per verifier pass; 0 turns FastMTP off
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TransformersConfig:
+        """``FOLIO_TRANSFORMERS_MODEL_DIR`` (required), ``FOLIO_TRANSFORMERS_DEVICE``,
+        ``FOLIO_TRANSFORMERS_DTYPE``, ``FOLIO_TRANSFORMERS_FASTMTP_K``,
+        ``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS``; a malformed one raises
+        ``model.config.ConfigError`` naming it."""
+        return cls(
+            model_dir=Path(
+                env_required(
+                    "FOLIO_TRANSFORMERS_MODEL_DIR",
+                    what="the transformers engine has no local checkpoint directory",
+                    environ=environ,
+                )
+            ),
+            device=env_str("FOLIO_TRANSFORMERS_DEVICE", environ=environ).strip(),
+            dtype=env_choice("FOLIO_TRANSFORMERS_DTYPE", "", ("", *DTYPES), environ=environ),
+            fastmtp_k=env_int(
+                "FOLIO_TRANSFORMERS_FASTMTP_K", DEFAULT_K, minimum=0, environ=environ
+            ),
+            max_new_tokens=env_int(
+                "FOLIO_TRANSFORMERS_MAX_NEW_TOKENS",
+                DEFAULT_MAX_NEW_TOKENS,
+                minimum=1,
+                environ=environ,
+            ),
+        )

@@ -1,0 +1,256 @@
+"""Folio's own vLLM registration of a FastMTP draft for DeepSeek-OCR-shaped checkpoints.
+
+Imports vLLM: only the vLLM processes load it (through ``checkpoint.register_glue``, which the
+worker calls before it starts vLLM and Folio's ``vllm.general_plugins`` entry point calls in
+every process vLLM spawns). Written against vLLM 0.32's own source:
+
+- ``SpeculativeConfig.__post_init__`` (vllm/config/speculative.py) builds the draft's
+  ``ModelConfig`` from the target's folder with ``hf_overrides=SpeculativeConfig.
+  hf_config_override``; that maps only DeepSeek-V3-family model types to ``deepseek_mtp``, and
+  any other type raises "Unsupported speculative method: 'mtp'". vLLM's config class for
+  DeepSeek-OCR (``DeepseekVLV2Config``, vllm/transformers_utils/configs/deepseek_vl2.py)
+  turns ``DeepseekOCRForCausalLM`` checkpoints into model type ``deepseek_ocr``. Folio wraps
+  the override: for ``deepseek_ocr`` it returns the decoder's own configuration as a
+  ``deepseek_mtp`` draft of one layer (``n_predict`` 1, so K > 1 re-applies the same block,
+  FastMTP's recursion) whose architecture is ``FolioDeepseekOCRFastMTP``; every other type
+  goes to vLLM's own mapping unchanged.
+- The draft is vLLM's ``DeepSeekMTP`` (vllm/model_executor/models/deepseek_mtp.py) with the
+  MTP layer's block made dense (``first_k_dense_replace`` past it: FastMTP's head is one dense
+  decoder layer) and its own weight loading: ``mtp_module.*`` / ``mtp_embed_tokens.*`` (or
+  DeepSeek-V3's ``model.layers.<num_hidden_layers>.*``) mapped through Folio's FastMTP
+  loader (``model.fastmtp.loader.block_name``) onto vLLM's parameters, plain multi-head
+  ``q/k/v_proj`` stacked into ``qkv_proj`` as DeepSeek-OCR's decoder has them. A draft without
+  its own embedding or output head reads the decoder's (vLLM's proposer then shares the
+  target's, ``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in
+  vllm/v1/spec_decode/llm_base_proposer.py).
+- vLLM's ``DeepseekOCRForCausalLM`` loads every tensor of the folder through its
+  ``AutoWeightsLoader`` and rejects the draft's, which is why public serving scripts strip
+  them. Folio registers a subclass under the same architecture name that leaves the draft
+  tensors to the draft.
+
+vLLM's own conventions for the draft (which ``model.fastmtp`` follows too): the embedding at
+position 0 is zeroed, the post-final-norm hidden state is recycled into the next draft step,
+the decoder's RoPE settings (``rope_parameters``) apply to the draft layer.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Iterable, Iterator
+
+import torch
+from vllm import ModelRegistry
+from vllm.config.speculative import SpeculativeConfig
+from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+from vllm.model_executor.models.deepseek_mtp import DeepSeekMTP
+from vllm.model_executor.models.deepseek_ocr import DeepseekOCRForCausalLM
+
+from model.fastmtp.loader import DraftLoadError, block_name
+
+logger = logging.getLogger(__name__)
+
+DRAFT_ARCHITECTURE = "FolioDeepseekOCRFastMTP"
+TARGET_ARCHITECTURE = "DeepseekOCRForCausalLM"
+TARGET_MODEL_TYPES = ("deepseek_ocr",)
+DRAFT_PREFIXES = ("mtp_module.", "mtp_embed_tokens.")
+_STACKED = {
+    "self_attn.q_proj.": ("self_attn.qkv_proj.", "q"),
+    "self_attn.k_proj.": ("self_attn.qkv_proj.", "k"),
+    "self_attn.v_proj.": ("self_attn.qkv_proj.", "v"),
+    "mlp.gate_proj.": ("mlp.gate_up_proj.", 0),
+    "mlp.up_proj.": ("mlp.gate_up_proj.", 1),
+}
+
+
+# --- the speculative config's draft mapping ----------------------------------------------------
+
+
+def is_folio_target(hf_config) -> bool:
+    architectures = getattr(hf_config, "architectures", None) or [""]
+    return (
+        getattr(hf_config, "model_type", "") in TARGET_MODEL_TYPES
+        and architectures[0] == TARGET_ARCHITECTURE
+    )
+
+
+def draft_config(hf_config):
+    """The draft's configuration: the decoder's, as a one-layer dense ``deepseek_mtp``."""
+    text = copy.deepcopy(hf_config.get_text_config())
+    layers = int(text.num_hidden_layers)
+    text.update(
+        {
+            "architectures": [DRAFT_ARCHITECTURE],
+            "n_predict": 1,
+            "num_nextn_predict_layers": 1,
+            # DeepseekV2DecoderLayer makes layer i a MoE layer when i >= first_k_dense_replace;
+            # the FastMTP block (layer index num_hidden_layers) is dense.
+            "first_k_dense_replace": layers + 1,
+        }
+    )
+    text.model_type = "deepseek_mtp"
+    return text
+
+
+def draft_hf_config_override(hf_config):
+    """``SpeculativeConfig.hf_config_override`` with DeepSeek-OCR added; module level so that the
+    draft ``ModelConfig`` that holds it pickles into vLLM's engine-core process."""
+    if is_folio_target(hf_config):
+        return draft_config(hf_config)
+    return _upstream_override()(hf_config)
+
+
+def _upstream_override():
+    saved = SpeculativeConfig.__dict__.get("_folio_upstream_hf_config_override")
+    if saved is not None:
+        return saved.__func__ if isinstance(saved, staticmethod) else saved
+    return SpeculativeConfig.hf_config_override
+
+
+# --- the draft model ----------------------------------------------------------------------------
+
+
+class FolioDeepseekOCRFastMTP(DeepSeekMTP):
+    """vLLM's DeepSeek MTP draft, loading a FastMTP head out of a DeepSeek-OCR checkpoint."""
+
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super().__init__(vllm_config=_as_draft(vllm_config), prefix=prefix)
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
+        layer = self.model.mtp_start_layer_idx  # == the decoder's num_hidden_layers
+        params = dict(self.named_parameters())
+        loaded: set[str] = set()
+        fallback: dict[str, torch.Tensor] = {}
+        own_embedding = own_head = False
+        for name, tensor in weights:
+            draft_name = _draft_name(name, layer)
+            if draft_name is None:
+                if name in ("model.embed_tokens.weight", "lm_head.weight"):
+                    fallback[name] = tensor
+                continue
+            try:
+                target = block_name(draft_name)
+            except DraftLoadError as exc:
+                raise ValueError(f"FastMTP draft: {exc}") from None
+            if target is None:  # the checkpoint's copy of the output head
+                own_head = True
+                loaded.add(_load(params, f"model.layers.{layer}.shared_head.head.weight", tensor))
+                continue
+            if target == "embed_tokens.weight":
+                own_embedding = True
+            loaded.add(_load_block_param(params, layer, target, tensor))
+        if not own_embedding:
+            embedding = _need(fallback, "model.embed_tokens.weight")
+            loaded.add(_load(params, "model.embed_tokens.weight", embedding))
+        if not own_head:
+            head = _need(fallback, "lm_head.weight")
+            loaded.add(_load(params, f"model.layers.{layer}.shared_head.head.weight", head))
+        # The proposer shares the target's embedding unless the draft brought its own.
+        self.has_own_embed_tokens = own_embedding
+        missing = sorted(set(params) - loaded)
+        if missing:
+            raise ValueError(f"FastMTP draft: the checkpoint leaves {missing} unset")
+        logger.info(
+            "FastMTP draft loaded: %d parameters (own embedding: %s, own head: %s)",
+            len(loaded),
+            own_embedding,
+            own_head,
+        )
+        return loaded
+
+
+def _as_draft(vllm_config):
+    """The proposer builds the draft with the *target's* ``model_config``
+    (``_create_draft_vllm_config`` in llm_base_proposer.py), and ``DeepSeekMTP`` reads the layer
+    count and vocabulary from it: a DeepSeek-V3 target has them at its top level, DeepSeek-OCR's
+    ``DeepseekVLV2Config`` keeps them in its text config. Hand it the draft's own model config
+    (a shallow copy: every other part, the attention-layer registry included, is shared)."""
+    draft = vllm_config.speculative_config.draft_model_config
+    if vllm_config.model_config is draft:
+        return vllm_config
+    config = copy.copy(vllm_config)
+    object.__setattr__(config, "model_config", draft)
+    return config
+
+
+def _draft_name(name: str, layer: int) -> str | None:
+    """The checkpoint name in ``mtp_module.*`` terms, or None for a tensor not of the draft."""
+    if name.startswith(DRAFT_PREFIXES):
+        return name
+    v3 = f"model.layers.{layer}."
+    if name.startswith(v3):
+        return "mtp_module." + name.removeprefix(v3)
+    return None
+
+
+def _need(fallback: dict[str, torch.Tensor], name: str) -> torch.Tensor:
+    if name not in fallback:
+        raise ValueError(f"FastMTP draft: no draft copy of {name} and none in the checkpoint")
+    return fallback[name]
+
+
+def _load(params: dict, name: str, tensor: torch.Tensor, shard=None) -> str:
+    if name not in params:
+        raise ValueError(f"FastMTP draft: the vLLM draft has no parameter {name}")
+    param = params[name]
+    loader = getattr(param, "weight_loader", default_weight_loader)
+    if shard is None:
+        loader(param, tensor)
+    else:
+        loader(param, tensor, shard)
+    return name
+
+
+def _load_block_param(params: dict, layer: int, target: str, tensor: torch.Tensor) -> str:
+    if target == "embed_tokens.weight":
+        return _load(params, "model.embed_tokens.weight", tensor)
+    if target == "norm.weight":
+        return _load(params, f"model.layers.{layer}.shared_head.norm.weight", tensor)
+    if not target.startswith("block."):
+        return _load(params, f"model.layers.{layer}.{target}", tensor)
+    rest = target.removeprefix("block.")
+    for part, (stacked, shard) in _STACKED.items():
+        if rest.startswith(part):
+            name = f"model.layers.{layer}.mtp_block." + rest.replace(part, stacked, 1)
+            return _load(params, name, tensor, shard)
+    return _load(params, f"model.layers.{layer}.mtp_block.{rest}", tensor)
+
+
+# --- the target model ---------------------------------------------------------------------------
+
+
+class FolioDeepseekOCRForCausalLM(DeepseekOCRForCausalLM):
+    """vLLM's DeepSeek-OCR, leaving a checkpoint's FastMTP draft tensors to the draft."""
+
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        # The proposer copies the target's image token into the draft's config under this name
+        # (``load_model`` in llm_base_proposer.py); DeepseekVLV2Config has no such field.
+        self.config.image_token_index = self.image_token_id
+
+    def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
+        layer = int(self.config.get_text_config().num_hidden_layers)
+        return super().load_weights(_without_draft(weights, layer))
+
+
+def _without_draft(
+    weights: Iterable[tuple[str, torch.Tensor]], layer: int
+) -> Iterator[tuple[str, torch.Tensor]]:
+    v3 = f"model.layers.{layer}."
+    for name, tensor in weights:
+        if not name.startswith(DRAFT_PREFIXES) and not name.startswith(v3):
+            yield name, tensor
+
+
+# --- registration -------------------------------------------------------------------------------
+
+
+def register() -> None:
+    """Idempotent: vLLM may load its general plugins more than once per process."""
+    ModelRegistry.register_model(DRAFT_ARCHITECTURE, f"{__name__}:FolioDeepseekOCRFastMTP")
+    ModelRegistry.register_model(TARGET_ARCHITECTURE, f"{__name__}:FolioDeepseekOCRForCausalLM")
+    if "_folio_upstream_hf_config_override" not in SpeculativeConfig.__dict__:
+        SpeculativeConfig._folio_upstream_hf_config_override = SpeculativeConfig.__dict__[
+            "hf_config_override"
+        ]
+        SpeculativeConfig.hf_config_override = staticmethod(draft_hf_config_override)
