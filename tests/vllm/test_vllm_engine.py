@@ -53,6 +53,9 @@ CPU_ENV = {
     "FOLIO_VLLM_ENGINE_ARGS": json.dumps(CPU_ENGINE_ARGS),
     "FOLIO_TEST_PARTIAL_LOADER": "1",
     "VLLM_CPU_KVCACHE_SPACE": "2",
+    # vLLM gives one model step 300 s by default; a shared 2-core machine needed more for the
+    # first multimodal prefill (SAM-B and CLIP-L over seven views).
+    "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "3600",
 }
 with_worker = pytest.mark.django_db(transaction=True)
 _figures: dict = {}
