@@ -77,7 +77,8 @@ def inverse_frequencies(
     """
     exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim
     base = theta**exponents
-    kind = str((scaling or {}).get("rope_type") or (scaling or {}).get("type") or "default")
+    scaling = dict(scaling or {})
+    kind = str(scaling.get("rope_type") or scaling.get("type") or "default")
     if kind == "default":
         return 1.0 / base, 1.0
     factor = float(scaling["factor"])

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 import torch
 from vllm import ModelRegistry
@@ -66,7 +67,7 @@ _STACKED = {
 # --- the speculative config's draft mapping ----------------------------------------------------
 
 
-def is_folio_target(hf_config) -> bool:
+def is_folio_target(hf_config: Any) -> bool:
     architectures = getattr(hf_config, "architectures", None) or [""]
     return (
         getattr(hf_config, "model_type", "") in TARGET_MODEL_TYPES
@@ -74,7 +75,7 @@ def is_folio_target(hf_config) -> bool:
     )
 
 
-def draft_config(hf_config):
+def draft_config(hf_config: Any) -> Any:
     """The draft's configuration: the decoder's, as a one-layer dense ``deepseek_mtp``."""
     text = copy.deepcopy(hf_config.get_text_config())
     layers = int(text.num_hidden_layers)
@@ -92,7 +93,7 @@ def draft_config(hf_config):
     return text
 
 
-def draft_hf_config_override(hf_config):
+def draft_hf_config_override(hf_config: Any) -> Any:
     """``SpeculativeConfig.hf_config_override`` with DeepSeek-OCR added; module level so that the
     draft ``ModelConfig`` that holds it pickles into vLLM's engine-core process."""
     if is_folio_target(hf_config):
@@ -100,7 +101,7 @@ def draft_hf_config_override(hf_config):
     return _upstream_override()(hf_config)
 
 
-def _upstream_override():
+def _upstream_override() -> Callable[[Any], Any]:
     saved = SpeculativeConfig.__dict__.get("_folio_upstream_hf_config_override")
     if saved is not None:
         return saved.__func__ if isinstance(saved, staticmethod) else saved
@@ -113,7 +114,7 @@ def _upstream_override():
 class FolioDeepseekOCRFastMTP(DeepSeekMTP):
     """vLLM's DeepSeek MTP draft, loading a FastMTP head out of a DeepSeek-OCR checkpoint."""
 
-    def __init__(self, *, vllm_config, prefix: str = ""):
+    def __init__(self, *, vllm_config: Any, prefix: str = "") -> None:
         super().__init__(vllm_config=_as_draft(vllm_config), prefix=prefix)
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
@@ -159,7 +160,7 @@ class FolioDeepseekOCRFastMTP(DeepSeekMTP):
         return loaded
 
 
-def _as_draft(vllm_config):
+def _as_draft(vllm_config: Any) -> Any:
     """The proposer builds the draft with the *target's* ``model_config``
     (``_create_draft_vllm_config`` in llm_base_proposer.py), and ``DeepSeekMTP`` reads the layer
     count and vocabulary from it: a DeepSeek-V3 target has them at its top level, DeepSeek-OCR's
@@ -189,7 +190,7 @@ def _need(fallback: dict[str, torch.Tensor], name: str) -> torch.Tensor:
     return fallback[name]
 
 
-def _load(params: dict, name: str, tensor: torch.Tensor, shard=None) -> str:
+def _load(params: dict[str, Any], name: str, tensor: torch.Tensor, shard: Any = None) -> str:
     if name not in params:
         raise ValueError(f"FastMTP draft: the vLLM draft has no parameter {name}")
     param = params[name]
@@ -201,7 +202,7 @@ def _load(params: dict, name: str, tensor: torch.Tensor, shard=None) -> str:
     return name
 
 
-def _load_block_param(params: dict, layer: int, target: str, tensor: torch.Tensor) -> str:
+def _load_block_param(params: dict[str, Any], layer: int, target: str, tensor: torch.Tensor) -> str:
     if target == "embed_tokens.weight":
         return _load(params, "model.embed_tokens.weight", tensor)
     if target == "norm.weight":
@@ -222,7 +223,7 @@ def _load_block_param(params: dict, layer: int, target: str, tensor: torch.Tenso
 class FolioDeepseekOCRForCausalLM(DeepseekOCRForCausalLM):
     """vLLM's DeepSeek-OCR, leaving a checkpoint's FastMTP draft tensors to the draft."""
 
-    def __init__(self, *, vllm_config, prefix: str = ""):
+    def __init__(self, *, vllm_config: Any, prefix: str = "") -> None:
         super().__init__(vllm_config=vllm_config, prefix=prefix)
         # The proposer copies the target's image token into the draft's config under this name
         # (``load_model`` in llm_base_proposer.py); DeepseekVLV2Config has no such field.
@@ -230,7 +231,8 @@ class FolioDeepseekOCRForCausalLM(DeepseekOCRForCausalLM):
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         layer = int(self.config.get_text_config().num_hidden_layers)
-        return super().load_weights(_without_draft(weights, layer))
+        loaded: set[str] = super().load_weights(_without_draft(weights, layer))
+        return loaded
 
 
 def _without_draft(

@@ -150,8 +150,9 @@ def _gib(n: int | None) -> str:
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's section of a DeepSeek-OCR-style config (or the config itself)."""
     for key in ("language_config", "text_config"):
-        if isinstance(config.get(key), dict):
-            return config[key]
+        section = config.get(key)
+        if isinstance(section, dict):
+            return section
     return config
 
 
@@ -167,13 +168,13 @@ def read_header(shard: Path) -> dict[str, dict[str, Any]]:
     """A safetensors file's tensor table (name → dtype, shape, offsets), without the data."""
     with shard.open("rb") as f:
         (length,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(length))
+        header: dict[str, dict[str, Any]] = json.loads(f.read(length))
     header.pop("__metadata__", None)
     return header
 
 
 def _tensor_bytes(info: dict[str, Any]) -> int:
-    start, end = info.get("data_offsets", (0, 0))
+    start, end = (int(x) for x in info.get("data_offsets", (0, 0)))
     if end > start:
         return end - start
     count = 1
