@@ -56,6 +56,7 @@ CPU_ENV = {
     # vLLM gives one model step 300 s by default; a shared 2-core machine needed more for the
     # first multimodal prefill (SAM-B and CLIP-L over seven views).
     "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "3600",
+    "FOLIO_VLLM_PAGE_TIMEOUT": "3600",
 }
 with_worker = pytest.mark.django_db(transaction=True)
 _figures: dict = {}
