@@ -11,7 +11,15 @@ from typing import Any
 
 import dj_database_url
 
-from model.config import ConfigError, env_bool, env_int, env_int_list, env_list, env_str
+from model.config import (
+    ConfigError,
+    env_bool,
+    env_float,
+    env_int,
+    env_int_list,
+    env_list,
+    env_str,
+)
 from webapp.storage_config import default_storage_config, storage_kind
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -150,6 +158,9 @@ FOLIO_ENGINE_WAIT_LIMIT = env_int("FOLIO_ENGINE_WAIT_LIMIT", 900, minimum=1)
 FOLIO_TABLE_FORMAT = env_str("FOLIO_TABLE_FORMAT", "markdown")
 FOLIO_HEADERS = env_str("FOLIO_HEADERS", "drop")
 FOLIO_NORMALIZE = env_str("FOLIO_NORMALIZE", "none")
+# A page needs review when its review score (0-1, model.quality.review) reaches this; a request
+# may set its own (`review_threshold`). docs/QUALITY.md gives recall and false flags per value.
+FOLIO_REVIEW_THRESHOLD = env_float("FOLIO_REVIEW_THRESHOLD", 0.5, minimum=0.0)
 # Counters shared by every web process (rate limits) live in the broker's Redis.
 CACHES = {
     "default": {

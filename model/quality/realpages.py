@@ -57,15 +57,24 @@ TESTS = Path(__file__).resolve().parent / "data" / "real-pages.jsonl"
 DOCLING_PDFS = "docling-testdata/pdf/sources"
 DOCLING_REFERENCES = "docling-testdata/pdf/groundtruth"
 
+
 # The scan every real page gets: 150 dpi grey, turned a little, softened, speckled, and
 # compressed hard. Chosen so that RapidOCR still reads a clean page but makes mistakes a
 # reader would see on a poor one; deterministic (the skew's sign and the noise follow the
 # page's name).
-SCAN_DPI = 150
-SCAN_SKEW_DEGREES = 1.0
-SCAN_BLUR_RADIUS = 0.6
-SCAN_NOISE_SIGMA = 18.0
-SCAN_JPEG_QUALITY = 40
+@dataclass(frozen=True)
+class Degradation:
+    dpi: int = 150
+    skew_degrees: float = 1.0
+    blur_radius: float = 0.6
+    noise_sigma: float = 18.0
+    jpeg_quality: int = 40
+
+
+SCAN = Degradation()
+# Old print and poor photocopies: lower resolution, softer, dirtier, compressed harder. Most
+# pages fail some test here; the review flag should catch them (bench/review.py).
+WORN = Degradation(dpi=100, skew_degrees=1.5, blur_radius=1.1, noise_sigma=30.0, jpeg_quality=25)
 
 
 def load_real_tests(path: Path = TESTS) -> list[PageTest]:
@@ -102,28 +111,28 @@ def scan_name(pdf: str, page: int) -> str:
     return "scans/" + re.sub(r"[^A-Za-z0-9._-]+", "_", pdf.removesuffix(".pdf")) + f"-p{page}.pdf"
 
 
-def degrade(image: Image.Image, seed: int) -> Image.Image:
+def degrade(image: Image.Image, seed: int, how: Degradation = SCAN) -> Image.Image:
     """Skew, blur, noise: the defects of a real scan, at a level OCR survives."""
-    skew = SCAN_SKEW_DEGREES if seed % 2 else -SCAN_SKEW_DEGREES
+    skew = how.skew_degrees if seed % 2 else -how.skew_degrees
     image = image.rotate(skew, expand=True, fillcolor=255, resample=Image.Resampling.BICUBIC)
-    image = image.filter(ImageFilter.GaussianBlur(SCAN_BLUR_RADIUS))
+    image = image.filter(ImageFilter.GaussianBlur(how.blur_radius))
     rng = np.random.default_rng(seed)
-    noise = rng.normal(0.0, SCAN_NOISE_SIGMA, size=(image.height, image.width))
+    noise = rng.normal(0.0, how.noise_sigma, size=(image.height, image.width))
     pixels = np.asarray(image, dtype=np.float32) + noise
     return Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8), mode="L")
 
 
-def scan_page(pdf_path: Path, page: int) -> bytes:
+def scan_page(pdf_path: Path, page: int, how: Degradation = SCAN) -> bytes:
     """One page of a PDF as an image-only PDF, degraded by :func:`degrade`."""
     with pymupdf.open(pdf_path) as doc:
         source = doc[page - 1]
-        pix = source.get_pixmap(dpi=SCAN_DPI, colorspace=pymupdf.csGRAY, alpha=False)
+        pix = source.get_pixmap(dpi=how.dpi, colorspace=pymupdf.csGRAY, alpha=False)
         width = source.rect.width
     image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
     seed = int.from_bytes(hashlib.sha256(f"{pdf_path.name}:{page}".encode()).digest()[:4], "big")
-    image = degrade(image, seed)
+    image = degrade(image, seed, how)
     buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=SCAN_JPEG_QUALITY)
+    image.save(buffer, format="JPEG", quality=how.jpeg_quality)
     out = pymupdf.open()
     try:
         target = out.new_page(width=width, height=width * image.height / image.width)
@@ -133,13 +142,18 @@ def scan_page(pdf_path: Path, page: int) -> bytes:
         out.close()
 
 
-def build_scans(pages: Iterable[tuple[str, int]], out_dir: Path, root: Path = CORPUS) -> None:
+def build_scans(
+    pages: Iterable[tuple[str, int]],
+    out_dir: Path,
+    root: Path = CORPUS,
+    how: Degradation = SCAN,
+) -> None:
     for pdf, page in pages:
         target = out_dir / scan_name(pdf, page)
         if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(scan_page(root / pdf, page))
+        target.write_bytes(scan_page(root / pdf, page, how))
 
 
 def scan_tests(tests: Iterable[PageTest]) -> list[PageTest]:
@@ -215,14 +229,16 @@ def evaluate_real(
     root: Path = CORPUS,
     tests: list[PageTest] | None = None,
     scans_dir: Path | None = None,
+    degradation: Degradation = SCAN,
 ) -> RealReport:
-    """The real-page set (or, with ``scans_dir``, its scans, built there if missing)."""
+    """The real-page set (or, with ``scans_dir``, its scans degraded as ``degradation`` says,
+    built there if missing)."""
     tests = load_real_tests() if tests is None else tests
     pages = pages_to_run(tests, root)
     if scans_dir is None:
         runs = transcribe_pages(engine, options, root, pages)
         return RealReport(score_runs(runs, tests), document_similarity(runs, root, scanned=False))
-    build_scans(pages, scans_dir, root)
+    build_scans(pages, scans_dir, root, degradation)
     runs = transcribe_pages(engine, options, scans_dir, ((scan_name(p, n), 1) for p, n in pages))
     return RealReport(
         score_runs(runs, scan_tests(tests)), document_similarity(runs, root, scanned=True)

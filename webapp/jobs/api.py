@@ -27,6 +27,7 @@ from webapp.jobs.serializers import (
     BlocksDocumentSerializer,
     ChunksDocumentSerializer,
     JobCreateSerializer,
+    JobDetailQuerySerializer,
     JobDetailSerializer,
     JobListQuerySerializer,
     JobPagesResultSerializer,
@@ -118,6 +119,7 @@ class JobListCreateView(APIView):
                     figures=serializer.validated_data.get("figures", False),
                     headers=serializer.validated_data.get("headers"),
                     normalize=serializer.validated_data.get("normalize"),
+                    review_threshold=serializer.validated_data.get("review_threshold"),
                 ),
                 idempotency_key=idempotency_key,
                 webhook_url=serializer.validated_data.get("webhook_url"),
@@ -132,10 +134,13 @@ class JobListCreateView(APIView):
 
 
 class JobDetailView(APIView):
-    @extend_schema(responses={200: JobDetailSerializer})
+    @extend_schema(parameters=[JobDetailQuerySerializer], responses={200: JobDetailSerializer})
     def get(self, request, job_id):
         job = _owned_job(request, job_id)
-        return Response(JobDetailSerializer(job, context={"request": request}).data)
+        query = JobDetailQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        context = {"request": request, "pages": query.validated_data}
+        return Response(JobDetailSerializer(job, context=context).data)
 
     @extend_schema(responses={204: None})
     def delete(self, request, job_id):

@@ -193,6 +193,9 @@ class Page(models.Model):
     extra = models.JSONField(default=dict, blank=True)
     # The page's quality signals and the reasons it needs review, if it does.
     needs_review = models.BooleanField(default=False)
+    # 0-1: how likely a person would find the page wrong (model.quality.review); None for
+    # pages not transcribed yet, or read before scores existed.
+    review_score = models.FloatField(null=True, blank=True)
     quality = models.JSONField(default=dict, blank=True)
 
     class Meta:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.db.models import F
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
@@ -40,6 +41,13 @@ class JobCreateSerializer(serializers.Serializer):
         required=False,
         max_length=100,
         help_text="text normalisation: `all`, `none` or any of `ligatures,hyphenation,whitespace`",
+    )
+    review_threshold = serializers.FloatField(
+        required=False,
+        min_value=0.01,
+        max_value=1.0,
+        help_text="pages whose review score (0-1) reaches this need review; the server's "
+        "FOLIO_REVIEW_THRESHOLD if left out",
     )
 
 
@@ -85,13 +93,30 @@ class PageSerializer(serializers.ModelSerializer):
             "finished_at",
             "error",
             "needs_review",
+            "review_score",
             "quality",
             "extra",
         ]
         # What the engine reported beyond the text; its `figures` are served at
         # /v1/jobs/{id}/figures/{name}.
-        # `quality`: the page's signals and, when `needs_review`, the reasons.
+        # `quality`: the page's signals, its review `score` (0-1) and, when `needs_review`
+        # (the score reached the job's threshold), the reasons.
         extra_kwargs = {"extra": {"read_only": True}, "quality": {"read_only": True}}
+
+
+class JobDetailQuerySerializer(serializers.Serializer):
+    sort = serializers.ChoiceField(
+        choices=["number", "review"],
+        required=False,
+        default="number",
+        help_text="`review`: the pages most likely wrong first (review score, high to low)",
+    )
+    needs_review = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="`true`: only the pages that need review; `false`: only those that do not",
+    )
 
 
 class PageResultSerializer(PageSerializer):
@@ -192,7 +217,15 @@ class JobDetailSerializer(JobSerializer):
         return {**super().get_review(job), "pages": list(numbers.values_list("number", flat=True))}
 
     def get_pages(self, job: Job) -> list[dict]:
-        return PageSerializer(job.pages.order_by("number"), many=True).data
+        query = self.context.get("pages", {})
+        pages = job.pages.all()
+        if query.get("needs_review") is not None:
+            pages = pages.filter(needs_review=query["needs_review"])
+        if query.get("sort") == "review":
+            pages = pages.order_by(F("review_score").desc(nulls_last=True), "number")
+        else:
+            pages = pages.order_by("number")
+        return PageSerializer(pages, many=True).data
 
 
 # --- the result's other formats (`format=blocks|chunks|pdf`): query, and their documents ------

@@ -23,6 +23,8 @@ class CachedPage(models.Model):
     method = models.CharField(max_length=30, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
+    # The page's quality report (signals, review score): a hit says as much as the reading.
+    quality = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(db_index=True)
 
     class Meta:

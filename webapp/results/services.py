@@ -52,6 +52,7 @@ def cached_page_store(
     method: str,
     input_tokens: int,
     output_tokens: int,
+    quality: dict | None = None,
     now: datetime | None = None,
 ) -> None:
     CachedPage.objects.update_or_create(
@@ -66,6 +67,7 @@ def cached_page_store(
             "method": method,
             "input_tokens": input_tokens,
             "output_tokens": output_tokens,
+            "quality": quality or {},
             "created_at": now or timezone.now(),
         },
     )

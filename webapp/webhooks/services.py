@@ -239,6 +239,7 @@ def page_event_record(*, job_id: uuid.UUID, page_id: int) -> int:
         "input_tokens": page.input_tokens,
         "output_tokens": page.output_tokens,
         "needs_review": page.needs_review,
+        "review_score": page.review_score,
         "review_reasons": page.quality.get("reasons", []),
         "progress": job_progress(job=job),
         "links": job_links(job=job),

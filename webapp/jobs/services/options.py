@@ -51,6 +51,9 @@ class JobOptions:
     headers: str = "drop"
     # Canonical text normalisation steps (model.textnorm.parse_steps); "" for none.
     normalize: str = ""
+    # Pages whose review score reaches this need review; None: the server's
+    # FOLIO_REVIEW_THRESHOLD at the time the page finishes.
+    review_threshold: float | None = None
 
     @classmethod
     def parse(
@@ -61,6 +64,7 @@ class JobOptions:
         figures: bool = False,
         headers: str | None = None,
         normalize: str | bool | None = None,
+        review_threshold: float | None = None,
     ) -> JobOptions:
         """A request's options; what it leaves out comes from the server's defaults
         (FOLIO_TABLE_FORMAT, FOLIO_HEADERS, FOLIO_NORMALIZE)."""
@@ -76,6 +80,10 @@ class JobOptions:
             steps = parse_steps(settings.FOLIO_NORMALIZE if normalize is None else normalize)
         except NormalizeError as exc:
             raise SubmissionError(str(exc)) from exc
+        if review_threshold is not None and not 0.0 < review_threshold <= 1.0:
+            raise SubmissionError(
+                f"review_threshold must be above 0 and at most 1, not {review_threshold}"
+            )
         if token_budget is not None and token_budget < 1:
             raise SubmissionError(f"the token budget must be a positive number, not {token_budget}")
         return cls(
@@ -84,6 +92,7 @@ class JobOptions:
             figures=figures,
             headers=headers,
             normalize=steps,
+            review_threshold=review_threshold,
         )
 
     @classmethod
@@ -100,7 +109,16 @@ class JobOptions:
         }
 
     def as_dict(self) -> dict:
-        return {**self.output_options(), "token_budget": self.token_budget}
+        return {
+            **self.output_options(),
+            "token_budget": self.token_budget,
+            "review_threshold": self.review_threshold,
+        }
+
+    def review_threshold_or_default(self) -> float:
+        if self.review_threshold is not None:
+            return self.review_threshold
+        return settings.FOLIO_REVIEW_THRESHOLD
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from model.engines.base import PageResult
 from model.usage import job_usage
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services.options import JobOptions
+from webapp.jobs.services.review import review_judged
 from webapp.results.services import cached_page_store
 from webapp.webhooks import services as webhook_services
 
@@ -89,8 +90,9 @@ def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
 
 def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) -> bool:
     """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
-    quality = result.extra.pop("quality", None) or {}
-    needs_review = bool(quality.get("needs_review"))
+    options = JobOptions.from_dict(claim.options)
+    quality = review_judged(result.extra.pop("quality", None) or {}, options)
+    needs_review = quality["needs_review"]
     layout = result.layout.to_dict() if result.layout is not None else {}
     with transaction.atomic():
         saved = Page.objects.filter(
@@ -98,6 +100,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
         ).update(
             status=Page.Status.SUCCEEDED,
             needs_review=needs_review,
+            review_score=quality.get("score"),
             quality=quality,
             extra=_page_extra(claim=claim, result=result),
             markdown=result.markdown,
@@ -127,13 +130,14 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
                 sha256=claim.sha256,
                 engine=claim.engine,
                 engine_version=engine_version,
-                options=JobOptions.from_dict(claim.options).output_options(),
+                options=options.output_options(),
                 page_number=claim.number,
                 markdown=result.markdown,
                 layout=layout,
                 method=result.method,
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
+                quality=quality,
             )
         _job_stop_at_token_budget(job_id=claim.job_id)
         webhook_services.page_event_record(job_id=claim.job_id, page_id=claim.page_id)

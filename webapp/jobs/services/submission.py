@@ -29,6 +29,7 @@ from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_enqueue
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
+from webapp.jobs.services.review import review_judged
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
 from webapp.webhooks import services as webhook_services
@@ -243,7 +244,7 @@ def _job_write(
             for number in submission.page_numbers
         )
         if hits:
-            _job_count_cached_pages(job=job, hits=hits.values())
+            _job_count_cached_pages(job=job, pages=pages)
         # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
         messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
         if messages:
@@ -301,6 +302,7 @@ def _idempotent_replay(*, owner, key: str, fingerprint: str) -> Job | None:
 def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
     if hit is None:
         return Page(job=job, number=number, task_id=uuid.uuid4(), enqueued_at=now)
+    quality = review_judged(hit.quality, JobOptions.from_dict(job.options))
     return Page(
         job=job,
         number=number,
@@ -308,6 +310,9 @@ def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
         markdown=hit.markdown,
         layout=hit.layout,
         method=CACHE_METHOD,
+        quality=quality,
+        review_score=quality.get("score"),
+        needs_review=quality["needs_review"],
         input_tokens=hit.input_tokens,
         output_tokens=hit.output_tokens,
         engine_seconds=0.0,
@@ -317,10 +322,11 @@ def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
     )
 
 
-def _job_count_cached_pages(*, job: Job, hits) -> None:
-    hits = list(hits)
+def _job_count_cached_pages(*, job: Job, pages: list[Page]) -> None:
+    hits = [page for page in pages if page.method == CACHE_METHOD]
     Job.objects.filter(pk=job.pk).update(
         pages_done=F("pages_done") + len(hits),
+        pages_needing_review=F("pages_needing_review") + sum(p.needs_review for p in hits),
         input_tokens=F("input_tokens") + sum(hit.input_tokens for hit in hits),
         output_tokens=F("output_tokens") + sum(hit.output_tokens for hit in hits),
     )

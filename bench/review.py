@@ -1,0 +1,111 @@
+"""How far a reviewer can trust ``needs_review``: the flag as a classifier on real pages.
+
+    python bench/review.py [--engine local] [--suite real --suite real-scans ...] \
+        [--threshold 0.5] [--json FILE]
+
+Method. Each suite's pages are transcribed once by the engine, through the same pipeline as
+the service (``model.pipeline``: normalisation, then the quality report with its review
+score). A page *should be flagged* when any of its hand-written tests fails (the tests of
+``model/quality/data/real-pages.jsonl``; for the generated corpus, its own). Recall is the
+share of those pages the flag caught, the false-flag rate the share of clean pages it flagged.
+Both are given per suite, per signal on its own, and over a sweep of thresholds on the review
+score, with the counts behind every rate. Pages the engine refused are left out (they fail
+visibly). The suites:
+
+- ``real``: docling's test PDFs and the py-pdf samples, as their text layers read;
+- ``real-scans``: the same pages rendered at 150 dpi and degraded as a scanner would;
+- ``worn``: the same pages degraded harder (low resolution, blur, noise, heavy JPEG), the way
+  old print and poor photocopies come in;
+- ``generated``: the generated corpus (model.quality.corpus), for the record.
+
+The signals' cost is the mean of the quality report's own timing (``quality.seconds``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from model.engines.base import EngineOptions  # noqa: E402
+from model.engines.registry import load_engine  # noqa: E402
+from model.quality import corpus, realpages  # noqa: E402
+from model.quality.checks import load_tests  # noqa: E402
+from model.quality.harness import Report, evaluate  # noqa: E402
+from model.quality.review import DEFAULT_THRESHOLD  # noqa: E402
+from model.quality.review_eval import Confusion, evaluate_flag, rate  # noqa: E402
+
+SUITES = ("real", "real-scans", "worn", "generated")
+SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def run_suite(name: str, engine, options: EngineOptions, tmp: Path) -> Report:  # noqa: ANN001
+    if name == "real":
+        return realpages.evaluate_real(engine, options).report
+    if name == "real-scans":
+        return realpages.evaluate_real(engine, options, scans_dir=tmp / "scans").report
+    if name == "worn":
+        return realpages.evaluate_real(
+            engine, options, scans_dir=tmp / "worn", degradation=realpages.WORN
+        ).report
+    corpus.build(tmp / "generated")
+    return evaluate(engine, options, tmp / "generated", load_tests(tmp / "generated/tests.jsonl"))
+
+
+def _line(label: str, c: Confusion) -> str:
+    should = c.caught + c.missed
+    clean = c.false_flags + c.clean
+    return (
+        f"| {label} | {rate(c.recall)} ({c.caught}/{should}) "
+        f"| {rate(c.false_flag_rate)} ({c.false_flags}/{clean}) |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engine", default="local")
+    parser.add_argument("--suite", action="append", choices=SUITES)
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    engine = load_engine(args.engine)
+    engine.load()
+    results: dict[str, dict] = {}
+    all_flags = Confusion()
+    with tempfile.TemporaryDirectory() as tmp:
+        for suite in args.suite or SUITES:
+            report = run_suite(suite, engine, EngineOptions(), Path(tmp))
+            review = evaluate_flag(report, args.threshold)
+            sweep = {t: evaluate_flag(report, t).flag for t in SWEEP}
+            costs = [r.quality.get("seconds", 0.0) for r in report.pages.values()]
+            results[suite] = {
+                **review.as_dict(),
+                "sweep": {str(t): c.as_dict() for t, c in sweep.items()},
+                "signal_ms_per_page": 1000 * sum(costs) / max(len(costs), 1),
+            }
+            for field in ("caught", "missed", "false_flags", "clean"):
+                setattr(all_flags, field, getattr(all_flags, field) + getattr(review.flag, field))
+            print(f"\n### {suite} (threshold {args.threshold})\n")
+            print("| | recall | false flags |\n|---|---|---|")
+            print(_line("**flag**", review.flag))
+            for name, confusion in sorted(review.per_signal.items()):
+                print(_line(name, confusion))
+            print("\n| threshold | recall | false flags |\n|---|---|---|")
+            for threshold, confusion in sweep.items():
+                print(_line(str(threshold), confusion))
+            print(f"\nmissed: {', '.join(review.flag.missed_pages) or 'none'}")
+            print(f"signals: {results[suite]['signal_ms_per_page']:.1f} ms a page")
+    print("\n### all suites\n\n| | recall | false flags |\n|---|---|---|")
+    print(_line("**flag**", all_flags))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
