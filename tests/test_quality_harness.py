@@ -124,6 +124,8 @@ def test_a_clean_page_needs_no_review():
         "text_layer",
         "unreadable",
         "fragments",
+        "markup",
+        "contents_table",
         "plausibility",
     }
     assert report["score"] == 0.0

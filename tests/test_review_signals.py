@@ -159,3 +159,52 @@ def test_the_score_combines_failing_signals_and_the_threshold_decides():
     assert report["reasons"] == ["b", "a"]  # most severe first
     # A failing signal without a severity counts fully; a passing one never counts.
     assert Signal("d", False).weight == 1.0 and Signal("e", True, severity=0.9).weight == 0.0
+
+
+# --- markup, contents tables, right to left ----------------------------------------------------
+
+
+def test_markup_shown_as_text_fires_and_breaks_inside_tables_do_not():
+    assert content_signals.markup_signal(PROSE + "\n\n| a<br>b | c |\n|---|---|\n").ok
+    assert content_signals.markup_signal("<table><tr><td>a<br>b</td></tr></table>").ok
+    for bad in ("<!-- Start of picture text -->", "<mark>" + PROSE + "</mark>", "a<br>b"):
+        assert not content_signals.markup_signal(PROSE + "\n\n" + bad).ok, bad
+
+
+def test_a_table_of_contents_set_as_a_table_fires_and_a_data_table_does_not():
+    leaders = "# Contents\n\n|Notices . . . . . . . vii|\n|---|\n|Trademarks . . . . . viii|\n"
+    leaders += "|Preface . . . . . . . xi|\n"
+    numbered = "# Contents\n\n|1|Foo|2|\n|---|---|---|\n|2|Bar|2|\n|3|Baz|3|\n"
+    data = "# Results\n\n|Station|Flow|\n|---|---|\n|Old Mill|41|\n|Weir|18|\n|Quarry|7|\n"
+    assert not content_signals.contents_table_signal(leaders).ok
+    assert not content_signals.contents_table_signal(numbered).ok
+    assert content_signals.contents_table_signal(data).ok
+
+
+def test_arabic_read_in_visual_order_fires():
+    good = "تحسين الإنتاجية وحل المشكلات من خلال البرمجة"
+    bad = "تحسين اإلنتاجية وحل المشكالت من خالل البرمجة واألدوات اإلحصائية"
+    assert content_signals.right_to_left_signal(good).ok
+    assert not content_signals.right_to_left_signal(bad).ok
+    assert content_signals.right_to_left_signal(PROSE) is None
+
+
+def test_bullets_set_in_a_symbol_font_are_no_formula():
+    bullet = {"text": "• ", "font": "Symbol", "size": 10.0}
+    prose = {"text": "An item of a list", "font": "Times", "size": 10.0}
+    line = {"bbox": (72, 72, 300, 84), "spans": [bullet, prose]}
+    lone = {"bbox": (72, 90, 80, 102), "spans": [bullet]}
+    lines = pdf_lines({"blocks": [{"lines": [line, lone]}]})
+    assert not any(ln.formula for ln in lines)
+
+
+def test_lines_inside_a_table_of_the_output_are_left_to_the_table_tests():
+    left = [
+        Line(50, 100 + 14 * i, 280, 112 + 14 * i, f"left cell number {i:02d}") for i in range(8)
+    ]
+    right = [
+        Line(320, 100 + 14 * i, 550, 112 + 14 * i, f"right cell value {i:02d}") for i in range(8)
+    ]
+    rows = "\n".join(f"| {a.text} | {b.text} |" for a, b in zip(left, right, strict=True))
+    table = "| a | b |\n|---|---|\n" + rows + "\n"
+    assert content_signals.order_signal(table, left + right, 600) is None

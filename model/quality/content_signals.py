@@ -85,6 +85,88 @@ def unreadable_signal(markdown: str) -> Signal:
     return Signal("unreadable", ok, detail, float(count), severity=severity)
 
 
+# --- markup that is no content -----------------------------------------------------------------
+
+# HTML comments and <mark> show as text or as highlights in a reader; <br> belongs in table
+# cells only (Markdown has no other use for it).
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_MARK = re.compile(r"</?mark\b", re.I)
+_TABLE_HTML = re.compile(r"<table.*?</table>", re.I | re.S)
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+
+
+def markup_signal(markdown: str) -> Signal:
+    outside_tables = _TABLE_HTML.sub(" ", markdown)
+    outside_tables = "\n".join(
+        line for line in outside_tables.splitlines() if not line.lstrip().startswith("|")
+    )
+    found = []
+    if _COMMENT.search(markdown):
+        found.append("HTML comments")
+    if _MARK.search(markdown):
+        found.append("<mark>")
+    if _BREAK.search(outside_tables):
+        found.append("<br> outside tables")
+    ok = not found
+    detail = "" if ok else "markup shown as text: " + ", ".join(found)
+    return Signal("markup", ok, detail, float(len(found)), severity=0.0 if ok else 0.6)
+
+
+# --- a table of contents made into a table ------------------------------------------------------
+
+_LEADER = re.compile(r"(?:\.\s?){4,}")
+_PAGE_NUMBER = re.compile(r"(?:\d{1,4}|[ivxlcdm]{1,7})\W*$", re.I)
+_CONTENTS_HEADING = re.compile(r"^#{1,6}\s.*\b(contents|inhalt|sommaire|índice|indice)\b", re.I)
+
+
+def contents_table_signal(markdown: str) -> Signal:
+    """A list of entries and page numbers (dot leaders, or rows under a "Contents" heading
+    that end in a page number) set as a table: its rows are no table's rows."""
+    found = 0
+    heading = ""
+    rows: list[str] = []
+    for line in [*markdown.splitlines(), ""]:
+        if line.lstrip().startswith("|"):
+            if not set(line.replace("|", "").strip()) <= set("-: "):
+                rows.append(line.strip().strip("|").replace("*", ""))
+            continue
+        if len(rows) >= 3 and _looks_like_contents(rows, heading):
+            found += 1
+        rows = []
+        if line.startswith("#"):
+            heading = line
+    ok = not found
+    detail = "" if ok else "a table of contents set as a table"
+    return Signal("contents_table", ok, detail, float(found), severity=0.0 if ok else 0.55)
+
+
+def _looks_like_contents(rows: list[str], heading: str) -> bool:
+    leaders = sum(1 for row in rows if _LEADER.search(row))
+    if leaders >= len(rows) / 2:
+        return True
+    numbered = sum(1 for row in rows if _PAGE_NUMBER.search(row.rstrip(" |")))
+    return bool(_CONTENTS_HEADING.match(heading)) and numbered >= 0.8 * len(rows)
+
+
+# --- right to left -----------------------------------------------------------------------------
+
+# Arabic read in visual order: the lam-alef ligature comes apart as alef, hamza-alef, lam
+# ("اإلنتاجية" for "الإنتاجية"); presentation forms are glyphs, not letters, and search
+# and copy fail on them.
+_BROKEN_LAM_ALEF = re.compile("ا[أإآ]ل")
+_PRESENTATION_FORMS = re.compile("[\ufb50-\ufdff\ufe70-\ufeff]")
+
+
+def right_to_left_signal(markdown: str) -> Signal | None:
+    broken = len(_BROKEN_LAM_ALEF.findall(markdown))
+    glyphs = len(_PRESENTATION_FORMS.findall(markdown))
+    if not broken and not glyphs and not re.search("[\u0590-\u06ff]", markdown):
+        return None
+    ok = broken < 2 and glyphs < 5
+    detail = "" if ok else f"{broken} broken ligatures, {glyphs} glyph forms: letters out of order"
+    return Signal("right_to_left", ok, detail, float(broken + glyphs), severity=0.0 if ok else 0.6)
+
+
 # --- the OCR's confidence, line by line --------------------------------------------------------
 
 # A line under this confidence is probably misread; RapidOCR scores clean print at 0.9-1.0.

@@ -52,15 +52,19 @@ def pdf_lines(page_dict: dict[str, Any]) -> list[Line]:
     return lines
 
 
+# Set in symbol fonts, yet prose: list bullets and dashes.
+_NOT_MATH = str.maketrans("", "", "•◦▪▫■□●○·‣⁃–—-* \u00a0")
+
+
 def _formula_shaped(spans: list[dict[str, Any]]) -> bool:
-    visible = sum(len(s["text"].replace(" ", "")) for s in spans)
-    if not visible:
+    visible = sum(len(s["text"].translate(_NOT_MATH)) for s in spans)
+    if visible < 3:  # a bullet, a lone symbol: not a formula
         return False
     math = 0
     main_size = max(spans, key=lambda s: len(s["text"]))["size"]
     scripts = 0
     for span in spans:
-        chars = len(span["text"].replace(" ", ""))
+        chars = len(span["text"].translate(_NOT_MATH))
         if _MATH_FONT.search(span.get("font", "")):
             math += chars
         else:
@@ -75,6 +79,8 @@ def _formula_shaped(spans: list[dict[str, Any]]) -> bool:
 
 # --- reading order -----------------------------------------------------------------------------
 
+# An HTML table, or a run of pipe-table rows.
+_TABLE = re.compile(r"<table.*?</table>|(?:^[ \t]*\|[^\n]*\|[ \t]*$\n?)+", re.I | re.S | re.M)
 # Snippets shorter than this (after normalisation) match too easily to place a line.
 MIN_SNIPPET = 12
 # A layout is two columns when each side holds at least this many lines ...
@@ -97,14 +103,22 @@ def reading_order(lines: list[Line], page_width: float) -> list[Line] | None:
         bands[-1].append(line)
     order: list[Line] = []
     two_columns = False
+    # Right-to-left scripts read the right column first.
+    first, second = (1, 0) if right_to_left(lines) else (0, 1)
     for band in bands:
         split = columns(band, page_width)
         if split is None:
             order.extend(band)
         else:
             two_columns = True
-            order.extend(split[0] + split[1])
+            order.extend(split[first] + split[second])
     return order if two_columns else None
+
+
+def right_to_left(lines: list[Line]) -> bool:
+    letters = [ch for line in lines for ch in line.text if ch.isalpha()]
+    rtl = sum(1 for ch in letters if unicodedata.bidirectional(ch) in ("R", "AL"))
+    return bool(letters) and rtl > len(letters) / 2
 
 
 def columns(lines: list[Line], page_width: float) -> list[list[Line]] | None:
@@ -143,10 +157,12 @@ def order_agreement(markdown: str, expected: list[Line]) -> tuple[float, int] | 
     exactly, in the output). Two columns read across line by line keep each column's own order
     but put half the pairs across the gutter the wrong way round: about 0.75."""
     output = _squash(markdown)
+    # A table's cells are read row by row across its columns; the table tests judge them.
+    tables = [_squash(table) for table in _TABLE.findall(markdown)]
     positions = []
     for line in expected:
         snippet = _squash(line.text)
-        if len(snippet) < MIN_SNIPPET:
+        if len(snippet) < MIN_SNIPPET or any(snippet in table for table in tables):
             continue
         at = output.find(snippet)
         if at >= 0 and output.find(snippet, at + 1) < 0:
