@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.contrib.auth.models import User
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from webapp.jobs.models import Job, Page
@@ -66,6 +66,17 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
 
 def job_pages(*, job: Job) -> QuerySet[Page]:
     return job.pages.order_by("number")
+
+
+def job_pages_for_review(*, job: Job, view: str = "") -> QuerySet[Page]:
+    """The job's pages in order (""), by review score, highest first ("first"), or only the
+    pages that need review ("only", most doubtful first)."""
+    pages = job.pages.all()
+    if view == "only":
+        pages = pages.filter(needs_review=True)
+    if view in ("first", "only"):
+        return pages.order_by(F("review_score").desc(nulls_last=True), "number")
+    return pages.order_by("number")
 
 
 def page_text(page: Page) -> str:

@@ -31,6 +31,11 @@ JOBS_PER_PAGE = 20
 PANELS_PER_SCREEN = 10
 
 
+# The job page's views of its pages: in order (""), the most doubtful first, or only those
+# that need review.
+REVIEW_VIEWS = {"": "In order", "first": "Most doubtful first", "only": "Needing review"}
+
+
 def job_row(job: Job) -> dict:
     return {"job": job, "progress": job_selectors.job_progress(job=job)}
 
@@ -75,7 +80,10 @@ def _panel(job: Job, page: Page) -> dict:
 @login_required
 def job_detail(request, job_id):
     job = _owned_job(request, job_id)
-    pages = list(job_selectors.job_pages(job=job))
+    review = request.GET.get("review", "")
+    if review not in REVIEW_VIEWS:
+        review = ""
+    pages = list(job_selectors.job_pages_for_review(job=job, view=review))
     screens = Paginator(pages, PANELS_PER_SCREEN)
     screen = screens.get_page(request.GET.get("pages"))
     panels = [_panel(job, page) for page in screen.object_list]
@@ -86,6 +94,8 @@ def job_detail(request, job_id):
         "page_rows": [(page, index // PANELS_PER_SCREEN + 1) for index, page in enumerate(pages)],
         "panels": panels,
         "screen": screen,
+        "review": review,
+        "review_views": REVIEW_VIEWS.items(),
         "can_download": job.is_final and not job.is_expired,
         "image_available": job.document.file_deleted_at is None and not job.is_expired,
     }
