@@ -4,11 +4,13 @@ live server and real worker processes; plus the HTML renderer and routing withou
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 from django.test import override_settings
@@ -368,3 +370,107 @@ def test_a_webhook_endpoint_is_added_rotated_and_tested_with_its_delivery_logged
         row = page.locator("tr[data-delivery]").first
         assert "webhook.test" in row.inner_text() and "HTTP 200" in row.inner_text()
         shot(page, "webhook")
+
+
+@with_live_server
+@needs_chromium
+def test_the_viewer_lights_a_blocks_box_on_the_page_zooms_and_links_back_to_the_text(
+    open_page, live_server, worker, django_user_model
+):
+    page = open_page("vera")
+    data = documents.born_digital_pdf()
+    owner = django_user_model.objects.get(username="vera")
+    job = job_services.job_submit(
+        owner=owner, data=data, filename="harbour.pdf", page_selection="1"
+    )
+    page.goto(f"{live_server.url}/jobs/{job.id}/")
+    wait_until_finished(page)
+    page.wait_for_function("document.querySelector('#page-1 img').complete")
+    layout = Job.objects.get(pk=job.id).pages.get(number=1).layout
+    index, block = next(
+        (i, b) for i, b in enumerate(layout["blocks"]) if "Dredging" in b["markdown"]
+    )
+    block_id = f"p1-b{index}"
+
+    def expected_box() -> dict:
+        """Where the block's box must be drawn: its bbox scaled from points to the image."""
+        image = page.locator("#page-1 img").bounding_box()
+        sx, sy = image["width"] / layout["width"], image["height"] / layout["height"]
+        x0, y0, x1, y1 = block["bbox"]
+        return {"x": image["x"] + x0 * sx, "y": image["y"] + y0 * sy,
+                "width": (x1 - x0) * sx, "height": (y1 - y0) * sy}  # fmt: skip
+
+    def assert_drawn_at(box: dict, want: dict) -> None:
+        for key in ("x", "y", "width", "height"):
+            assert abs(box[key] - want[key]) < 2, (key, box, want)
+
+    # Hovering the paragraph in the text lights its box over the page image, where the
+    # paragraph's words are on the page (the text layer says where).
+    text_block = page.locator(f'#page-1 [data-block="{block_id}"]')
+    text_block.hover()
+    box = page.locator(f'#page-1 [data-box="{block_id}"]')
+    assert "active" in box.get_attribute("class")
+    drawn = box.bounding_box()
+    assert_drawn_at(drawn, expected_box())
+    words = [w for w in pymupdf.open(stream=data)[0].get_text("words") if w[4] == "Dredging"]
+    image = page.locator("#page-1 img").bounding_box()
+    scale = image["width"] / layout["width"]
+    word_x, word_y = image["x"] + words[0][0] * scale, image["y"] + words[0][1] * scale
+    assert drawn["x"] - 2 <= word_x <= drawn["x"] + drawn["width"]
+    assert drawn["y"] - 2 <= word_y <= drawn["y"] + drawn["height"]
+    # ... and the screenshot shows it: the highlight's orange edge and yellow tint.
+    shot(page, "viewer-highlight")
+    pixels = page.screenshot(clip=drawn)
+    from PIL import Image
+
+    picture = Image.open(io.BytesIO(pixels)).convert("RGB")
+    edge = picture.getpixel((0, picture.height // 2))
+    assert edge[0] > 180 and edge[2] < 120, edge  # the #d9480f border
+    # Paper under the highlight is tinted yellow (white is (255, 255, 255)).
+    rgb = np.asarray(picture, dtype=int)
+    red, green, blue = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    tinted = int(((red > 230) & (green > 200) & (blue < red - 40)).sum())
+    assert tinted > 0.3 * picture.width * picture.height, tinted
+    text_block.blur()
+    page.mouse.move(0, 0)
+    assert "active" not in (box.get_attribute("class") or "")
+
+    # Clicking a box on the page scrolls the text to its block and lights both.
+    last = len(layout["blocks"]) - 1
+    page.locator(f'#page-1 [data-box="p1-b{last}"]').click()
+    target = page.locator(f'#page-1 [data-block="p1-b{last}"]')
+    assert "active" in target.get_attribute("class")
+    assert page.evaluate("document.activeElement.dataset.block") == f"p1-b{last}"
+
+    # 200 %: the page at twice its printed size, the full-resolution image, boxes still on
+    # their words; Fit brings it back.
+    page.locator("#page-1").get_by_role("button", name="200 %").click()
+    canvas = page.locator("#page-1 [data-page-canvas]").bounding_box()
+    assert abs(canvas["width"] - layout["width"] * 96 / 72 * 2) < 2
+    assert "full=1" in page.locator("#page-1 img").get_attribute("src")
+    # Polled from here: the page's CSP refuses wait_for_function's eval.
+    for _ in range(100):
+        if page.locator("#page-1 img").evaluate("i => i.complete && i.naturalWidth") > 1500:
+            break
+        page.wait_for_timeout(200)
+    else:
+        raise AssertionError("the full-resolution page image never loaded")
+    page.locator(f'#page-1 [data-box="{block_id}"]').scroll_into_view_if_needed()
+    text_block.hover()
+    assert_drawn_at(box.bounding_box(), expected_box())
+    shot(page, "viewer-zoomed")
+    page.locator("#page-1").get_by_role("button", name="Fit").click()
+    assert page.locator("#page-1 [data-page-canvas]").bounding_box()["width"] < canvas["width"]
+
+    # The downloads: blocks, chunks and the searchable PDF.
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download blocks (JSON)").click()
+    blocks = json.loads(Path(download.value.path()).read_text())
+    assert blocks["pages"][0]["blocks"][index]["id"] == block_id
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download chunks (JSON)").click()
+    assert json.loads(Path(download.value.path()).read_text())["chunks"]
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download searchable PDF").click()
+    assert download.value.suggested_filename == "harbour.searchable.pdf"
+    assert Path(download.value.path()).read_bytes().startswith(b"%PDF")

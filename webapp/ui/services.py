@@ -7,7 +7,11 @@ import json
 import logging
 import zipfile
 
-from model.rendering import open_page_image
+import pymupdf
+from PIL import Image
+
+from model.documents import MUPDF_LOCK, PDF
+from model.rendering import open_page_image, open_pdf_page
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs.models import Job, Page
 
@@ -15,13 +19,17 @@ logger = logging.getLogger(__name__)
 
 # Big enough to read the page beside its text on a large screen, small enough to send fast.
 PAGE_IMAGE_LONG_SIDE = 1400
+# The zoomed page view loads the page drawn for 200 % (twice 96 dpi), its long side capped.
+PAGE_IMAGE_FULL_DPI = 192
+PAGE_IMAGE_FULL_LONG_SIDE = 2400
 
 
 class PageImageUnavailable(Exception):
     """The document's file is gone (retention or deletion); the message says so."""
 
 
-def page_image_jpeg(*, job: Job, number: int) -> bytes:
+def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
+    """A page as JPEG: panel-sized, or with ``full`` at the zoomable view's resolution."""
     document = job.document
     if document.file_deleted_at is not None or job.is_expired:
         raise PageImageUnavailable("the document's file was deleted when its results expired")
@@ -30,10 +38,32 @@ def page_image_jpeg(*, job: Job, number: int) -> bytes:
             data = handle.read()
     except FileNotFoundError as exc:
         raise PageImageUnavailable("the document's file is no longer stored") from exc
-    image = open_page_image(data, document.mime_type, number, long_side=PAGE_IMAGE_LONG_SIDE)
+    if full and document.mime_type == PDF:
+        image = _pdf_page_full(data, number)
+    else:
+        long_side = PAGE_IMAGE_FULL_LONG_SIDE if full else PAGE_IMAGE_LONG_SIDE
+        image = open_page_image(data, document.mime_type, number, long_side=long_side)
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=85, optimize=True)
     return buffer.getvalue()
+
+
+def _pdf_page_full(data: bytes, number: int) -> Image.Image:
+    """A PDF page drawn at PAGE_IMAGE_FULL_DPI (the engines' renderer stops at 144 dpi, which
+    a 200 % view would show blurred), long side at most PAGE_IMAGE_FULL_LONG_SIDE."""
+    with MUPDF_LOCK:
+        doc = open_pdf_page(data, number)
+        try:
+            rect = doc[0].rect
+            zoom = min(
+                PAGE_IMAGE_FULL_DPI / 72, PAGE_IMAGE_FULL_LONG_SIDE / max(rect.width, rect.height)
+            )
+            pix = doc[0].get_pixmap(
+                matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb"
+            )
+            return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        finally:
+            doc.close()
 
 
 def result_zip(*, job: Job, stem: str) -> bytes:

@@ -3,7 +3,10 @@ per screen family (home, upload, jobs, API keys, webhooks)."""
 
 from webapp.ui.views.home import home, home_or_reader
 from webapp.ui.views.jobs import (
+    download_blocks,
+    download_chunks,
     download_markdown,
+    download_pdf,
     download_zip,
     job_cancel,
     job_delete,
@@ -28,7 +31,10 @@ __all__ = [
     "api_key_revoke",
     "api_keys",
     "delivery_redeliver",
+    "download_blocks",
+    "download_chunks",
     "download_markdown",
+    "download_pdf",
     "download_zip",
     "home",
     "home_or_reader",

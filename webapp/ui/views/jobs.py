@@ -3,6 +3,7 @@ cancel and delete."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import PurePath
 
@@ -17,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from model.documents import DocumentError
+from webapp.jobs import outputs as job_outputs
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
 from webapp.jobs.models import Job, Page
@@ -74,7 +76,22 @@ def _owned_job(request, job_id) -> Job:
 
 def _panel(job: Job, page: Page) -> dict:
     html = markdown_html(page.markdown) if page.status == Page.Status.SUCCEEDED else ""
-    return {"page": page, "html": mark_safe(html), "job": job}  # noqa: S308 (sanitized by nh3)
+    panel = {"page": page, "html": mark_safe(html), "job": job}  # noqa: S308 (sanitized by nh3)
+    layout = page.layout if page.status == Page.Status.SUCCEEDED else {}
+    if layout.get("blocks"):
+        # The text drawn block by block, each tied to its box on the page image (the viewer
+        # highlights one from the other).
+        panel["width"], panel["height"] = layout["width"], layout["height"]
+        panel["blocks"] = [
+            {
+                "id": job_outputs.block_id(page.number, index),
+                "type": block["type"],
+                "bbox": ",".join(f"{value:g}" for value in block["bbox"]),
+                "html": mark_safe(markdown_html(block["markdown"])),  # noqa: S308 (nh3)
+            }
+            for index, block in enumerate(layout["blocks"])
+        ]
+    return panel
 
 
 @login_required
@@ -122,7 +139,7 @@ def page_image(request, job_id, number: int):
     if not job.pages.filter(number=number).exists():
         raise Http404("That page is not part of this job.")
     try:
-        data = services.page_image_jpeg(job=job, number=number)
+        data = services.page_image_jpeg(job=job, number=number, full=request.GET.get("full") == "1")
     except services.PageImageUnavailable as exc:
         raise Http404(f"The page image is not available: {exc}.") from exc
     except DocumentError as exc:
@@ -175,6 +192,50 @@ def download_markdown(request, job_id):
     )
     response["Content-Disposition"] = content_disposition_header(True, f"{_stem(job)}.md")
     return response
+
+
+def _download(content, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    return response
+
+
+@login_required
+def download_blocks(request, job_id):
+    job = _owned_job(request, job_id)
+    refusal = _download_refusal(request, job)
+    if refusal is not None:
+        return refusal
+    body = json.dumps(job_outputs.job_blocks(job=job), ensure_ascii=False, indent=2)
+    return _download(body, "application/json", f"{_stem(job)}.blocks.json")
+
+
+@login_required
+def download_chunks(request, job_id):
+    job = _owned_job(request, job_id)
+    refusal = _download_refusal(request, job)
+    if refusal is not None:
+        return refusal
+    body = json.dumps(job_outputs.job_chunks(job=job), ensure_ascii=False, indent=2)
+    return _download(body, "application/json", f"{_stem(job)}.chunks.json")
+
+
+@login_required
+def download_pdf(request, job_id):
+    job = _owned_job(request, job_id)
+    refusal = _download_refusal(request, job)
+    if refusal is not None:
+        return refusal
+    try:
+        body = job_outputs.job_searchable_pdf(job=job)
+    except job_outputs.OutputUnavailable as exc:
+        return render(
+            request,
+            "error.html",
+            {"title": "The file was deleted", "message": str(exc).capitalize() + "."},
+            status=410,
+        )
+    return _download(body, "application/pdf", job_outputs.pdf_filename(job))
 
 
 @login_required
