@@ -125,6 +125,7 @@ def main() -> None:
             entry["pdf"] += pdf_seconds
             if kind == "scanned":
                 sizes.append((path.name, count, len(data), len(pdf)))
+            print(f"  {path.name} ({kind}): {count} pages measured", file=sys.stderr, flush=True)
     print("time added per page, as a share of the Markdown time (same run, medians):")
     for kind, entry in sums.items():
         pages, base = entry["pages"], entry["markdown"]

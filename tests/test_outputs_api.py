@@ -146,3 +146,32 @@ def test_bad_result_parameters_are_a_400_that_says_which(api, query, words):
     response = api.get("/v1/jobs/00000000-0000-0000-0000-000000000000/result", query)
     assert response.status_code == 400
     assert words in response.json()["message"]
+
+
+@with_worker
+def test_the_reader_endpoint_answers_blocks_chunks_and_the_searchable_pdf(api, worker):
+    def read(fmt: str, **headers):
+        upload = SimpleUploadedFile("scan.png", documents.png_page())
+        return api.post(
+            "/", {"file": upload}, format="multipart", HTTP_X_FOLIO_FORMAT=fmt, **headers
+        )
+
+    blocks = read("blocks", HTTP_ACCEPT="application/json")
+    assert blocks.status_code == 200, blocks.content
+    body = blocks.json()
+    assert body["status"] == 20000 and body["meta"]["usage"]["tokens"] > 0
+    (page,) = body["data"]["pages"]
+    assert page["source"] == "ocr" and any("Marlow" in b["markdown"] for b in page["blocks"])
+
+    chunks = read("chunks", HTTP_X_FOLIO_CHUNK_TOKENS="64").json()["data"]
+    assert chunks["max_tokens"] == 64
+    assert any("Marlow" in chunk["text"] for chunk in chunks["chunks"])
+
+    pdf = read("pdf")
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf"
+    assert "Marlow" in pymupdf.open(stream=pdf.content)[0].get_text()
+
+    refused = read("pdf", HTTP_ACCEPT="text/event-stream")
+    assert refused.status_code == 400 and "event stream" in refused.json()["message"]
+    unknown = read("docx")
+    assert unknown.status_code == 400 and "X-Folio-Format" in unknown.json()["message"]

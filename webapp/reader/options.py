@@ -9,6 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.core.errors import bad_parameter
 
 MAX_TIMEOUT_SECONDS = 180
@@ -33,7 +34,11 @@ BODY_OPTIONS = {
     "X-Folio-Table-Format": "tableFormat",
     "X-Folio-Headers": "headers",
     "X-Folio-Normalize": "normalize",
+    "X-Folio-Format": "format",
+    "X-Folio-Chunk-Tokens": "chunkTokens",
 }
+# X-Folio-Format: what the answer holds beside (or instead of) the Markdown.
+OUTPUTS = ("markdown", "blocks", "chunks", "pdf")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,9 @@ class ReaderOptions:
     table_format: str | None = None
     headers: str | None = None
     normalize: str | None = None
+    # "markdown" (Reader's answer), "blocks", "chunks" (JSON documents) or "pdf".
+    output: str = "markdown"
+    chunk_tokens: int = DEFAULT_MAX_TOKENS
 
     @property
     def plain_text(self) -> bool:
@@ -87,7 +95,34 @@ def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
         table_format=option("X-Folio-Table-Format") or None,
         headers=option("X-Folio-Headers") or None,
         normalize=option("X-Folio-Normalize") or None,
+        output=_output(option("X-Folio-Format"), request.headers.get("Accept", "")),
+        chunk_tokens=_chunk_tokens(option("X-Folio-Chunk-Tokens")),
     )
+
+
+def _output(value: str | None, accept: str) -> str:
+    value = (value or "markdown").lower()
+    if value not in OUTPUTS:
+        raise bad_parameter(
+            f"X-Folio-Format {value!r} is not supported; use one of: {', '.join(OUTPUTS)}"
+        )
+    if value != "markdown" and "text/event-stream" in accept.lower():
+        raise bad_parameter(
+            f"X-Folio-Format {value} is answered whole, not as an event stream; "
+            "ask with Accept: application/json (or leave Accept out)"
+        )
+    return value
+
+
+def _chunk_tokens(value: str | None) -> int:
+    tokens = _positive("X-Folio-Chunk-Tokens", value)
+    if tokens is None:
+        return DEFAULT_MAX_TOKENS
+    if not MIN_MAX_TOKENS <= tokens <= MAX_MAX_TOKENS:
+        raise bad_parameter(
+            f"X-Folio-Chunk-Tokens must be between {MIN_MAX_TOKENS} and {MAX_MAX_TOKENS}"
+        )
+    return tokens
 
 
 def without_fragment(url: str) -> str:

@@ -7,10 +7,11 @@ import re
 from collections.abc import Iterator
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 
 from model.plaintext import markdown_to_text
 from webapp.core.errors import ApiError, error_body, unprocessable
-from webapp.jobs import selectors, services
+from webapp.jobs import outputs, selectors, services
 from webapp.jobs.models import Job, Page
 from webapp.jobs.waiting import job_updates
 from webapp.reader.options import ReaderOptions
@@ -48,6 +49,8 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
     over_budget = budget_exceeded(job)
     if over_budget is not None:
         return error_response(over_budget, job=job)
+    if options.output != "markdown":
+        return _layout_output(job=job, options=options)
     data = reader_data(job=job, source=source, options=options)
     tokens = data["usage"]["tokens"]
     if options.response_format == "json":
@@ -56,6 +59,36 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
         )
     else:
         response = HttpResponse(plain_text(data), content_type="text/plain; charset=utf-8")
+    response["X-Usage-Tokens"] = str(tokens)
+    response["X-Folio-Job"] = str(job.id)
+    return response
+
+
+def _layout_output(*, job: Job, options: ReaderOptions) -> HttpResponse:
+    """X-Folio-Format: the blocks or chunks document in Reader's JSON envelope, or the
+    searchable PDF itself."""
+    tokens = job.input_tokens + job.output_tokens
+    if options.output == "pdf":
+        try:
+            response = HttpResponse(
+                outputs.job_searchable_pdf(job=job), content_type="application/pdf"
+            )
+        except outputs.OutputUnavailable as exc:
+            return error_response(
+                ApiError(str(exc), http_status=410, name="GoneError", detail_code=41001)
+            )
+        response["Content-Disposition"] = content_disposition_header(
+            as_attachment=True, filename=outputs.pdf_filename(job)
+        )
+    else:
+        document = (
+            outputs.job_blocks(job=job)
+            if options.output == "blocks"
+            else outputs.job_chunks(job=job, max_tokens=options.chunk_tokens)
+        )
+        response = JsonResponse(
+            {"code": 200, "status": 20000, "data": document, "meta": {"usage": {"tokens": tokens}}}
+        )
     response["X-Usage-Tokens"] = str(tokens)
     response["X-Folio-Job"] = str(job.id)
     return response

@@ -138,6 +138,9 @@ class ReaderView(_ReaderBase):
                 "X-No-Cache": "true to read again instead of using a cached result",
                 "X-Cache-Tolerance": "seconds: the oldest cached result to accept",
                 "X-Token-Budget": "the most tokens to spend",
+                "X-Folio-Format": "markdown (default); blocks or chunks (JSON, with boxes in "
+                "points) or pdf (a searchable PDF)",
+                "X-Folio-Chunk-Tokens": "with X-Folio-Format: chunks, the most tokens a chunk",
                 "Accept": "text/plain (default), application/json or text/event-stream",
                 "Authorization": "Bearer <key> (anonymous use is rate-limited)",
             },
