@@ -312,8 +312,14 @@ def cache_page_one(data: bytes, *, markdown: str, age=timedelta(0), output_token
         options_key=options_key(JobOptions().output_options()),
         page_number=1,
         markdown=markdown,
-        # As a worker stores it: with the page's layout (entries without one are not hits).
-        layout={"blocks": []},
+        # A page's layout, as a worker stores it beside the Markdown (entries without one
+        # predate layouts and are not reused).
+        layout={
+            "width": 595.0,
+            "height": 842.0,
+            "source": "page",
+            "blocks": [{"type": "paragraph", "markdown": markdown, "bbox": [0, 0, 595, 842]}],
+        },
         output_tokens=output_tokens,
         created_at=timezone.now() - age,
     )
