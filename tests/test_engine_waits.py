@@ -79,6 +79,7 @@ def test_the_cli_exits_with_the_reason_instead_of_waiting(live_server, make_user
     assert not Job.objects.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_served_engine_is_taken_and_refused_once_its_workers_left(api):
     purge_queues("ocr.local", "folio")

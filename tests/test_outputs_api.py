@@ -148,6 +148,7 @@ def test_bad_result_parameters_are_a_400_that_says_which(api, query, words):
     assert words in response.json()["message"]
 
 
+@pytest.mark.slow
 @with_worker
 def test_the_reader_endpoint_answers_blocks_chunks_and_the_searchable_pdf(api, worker):
     def read(fmt: str, **headers):

@@ -155,6 +155,7 @@ def test_respond_with_text_answers_in_readers_text_field(api, worker):
     assert not re.search(r"<[a-z]+[\s>]|^#|\|", data["text"], re.MULTILINE)
 
 
+@pytest.mark.slow
 @with_worker
 def test_an_event_stream_sends_a_frame_per_page_in_order_then_the_document(api, worker):
     pdf = documents.born_digital_pdf()
@@ -177,6 +178,7 @@ def test_an_event_stream_sends_a_frame_per_page_in_order_then_the_document(api, 
     assert Page.objects.filter(method="cache").count() == 3
 
 
+@pytest.mark.slow
 @with_worker
 @pytest.mark.parametrize("where", ["header", "body"])
 def test_a_budget_the_reading_exceeds_is_readers_409(api, worker, where):
@@ -213,6 +215,7 @@ def test_the_job_stops_at_its_token_budget(api, worker):
     assert str(job.input_tokens + job.output_tokens) in response.json()["message"]
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_url_beside_a_pdf_is_its_source_and_an_upload_is_named_by_its_file(api, worker):
     pdf = documents.born_digital_pdf()
@@ -231,6 +234,7 @@ def test_a_url_beside_a_pdf_is_its_source_and_an_upload_is_named_by_its_file(api
     assert uploaded.json()["data"]["url"] == "harbour-2026.pdf"
 
 
+@pytest.mark.slow
 @with_worker
 def test_the_title_comes_from_the_metadata_before_the_first_heading(api, worker):
     titled = api.post(
@@ -270,6 +274,7 @@ READER_ONLY_BODY = {
 }
 
 
+@pytest.mark.slow
 @with_worker
 def test_readers_body_parameters_work_like_its_headers_and_the_rest_is_ignored(api, worker):
     pdf = base64.b64encode(documents.born_digital_pdf()).decode()

@@ -46,6 +46,7 @@ def submit(client, data: bytes, name: str, **fields):
     return response.json()
 
 
+@pytest.mark.slow
 @with_worker
 def test_pages_carry_a_score_and_the_api_lists_them_most_doubtful_first(api, worker):
     job = wait_for_job(api, submit(api, _pdf(PROSE, None, GARBLE), "three.pdf")["id"])
@@ -67,6 +68,7 @@ def test_pages_carry_a_score_and_the_api_lists_them_most_doubtful_first(api, wor
     assert [page["number"] for page in fine] == [1]
 
 
+@pytest.mark.slow
 @with_worker
 def test_the_threshold_decides_and_a_cache_hit_keeps_the_quality_report(api, worker):
     data = _pdf(GARBLE + " Second copy.")

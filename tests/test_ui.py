@@ -372,6 +372,7 @@ def test_a_webhook_endpoint_is_added_rotated_and_tested_with_its_delivery_logged
         shot(page, "webhook")
 
 
+@pytest.mark.slow
 @with_live_server
 @needs_chromium
 def test_the_viewer_lights_a_blocks_box_on_the_page_zooms_and_links_back_to_the_text(
