@@ -12,12 +12,16 @@ import re
 import threading
 import unicodedata
 import warnings
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pymupdf
 from PIL import Image, UnidentifiedImageError
+
+from model.formats import ebooks, guards, sniff, text, units, webpage
+from model.formats import types as formats
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +33,7 @@ MAX_IMAGE_FRAMES = 2000
 
 PDF = "application/pdf"
 IMAGE_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "WEBP": "image/webp"}
-ACCEPTED_TYPES = "PDF, PNG, JPEG, TIFF (also multi-page) and WebP"
+ACCEPTED_TYPES = f"PDF, PNG, JPEG, TIFF (also multi-page), WebP, {formats.ACCEPTED_NAMES}"
 
 # MuPDF keeps global state and is not safe to call from two threads at once; the web process
 # (threaded gunicorn) and a threaded worker pool both do. Every PyMuPDF call in model/ that can
@@ -70,11 +74,17 @@ class DocumentTooLarge(DocumentError):
     code = "too_large"
 
 
+class UnsafeDocument(DocumentError):
+    """A document that would make a reader expand entities or fetch what it points to."""
+
+    code = "unsafe"
+
+
 @dataclass(frozen=True)
 class DocumentInfo:
     mime_type: str
     page_count: int
-    kind: str  # "pdf" | "image"
+    kind: str  # "pdf" | "image" | "structured" | "ebook" | "legacy" (model.formats.types)
     # The title the document's own metadata gives (a PDF's /Title), "" when it names none.
     title: str = ""
 
@@ -91,14 +101,23 @@ def sniff_mime_type(data: bytes) -> str | None:
         return IMAGE_TYPES["TIFF"]
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return IMAGE_TYPES["WEBP"]
-    return None
+    try:
+        fmt = sniff.sniff_format(data)
+    except sniff.EncryptedOffice:
+        return None
+    return fmt.mime_type if fmt else None
 
 
 def inspect_document(data: bytes) -> DocumentInfo:
     if not data:
         raise EmptyDocument("the file is empty (0 bytes); upload the document itself")
-    mime_type = sniff_mime_type(data)
+    try:
+        mime_type = sniff_mime_type(data)
+    except sniff.EncryptedOffice as exc:
+        raise EncryptedDocument(_OFFICE_PASSWORD) from exc
     if mime_type is None:
+        if data.startswith(sniff.OLE_MAGIC):
+            _refuse_encrypted_office(data)
         raise UnsupportedDocument(
             f"this is not a document type we read; we accept {ACCEPTED_TYPES}"
         )
@@ -106,7 +125,65 @@ def inspect_document(data: bytes) -> DocumentInfo:
         with MUPDF_LOCK:
             page_count, title = _inspect_pdf(data)
         return DocumentInfo(mime_type=PDF, page_count=page_count, kind="pdf", title=title)
+    fmt = formats.format_of(mime_type)
+    if fmt is not None:
+        return DocumentInfo(
+            mime_type=mime_type, page_count=_inspect_format(data, fmt), kind=fmt.kind
+        )
     return DocumentInfo(mime_type=mime_type, page_count=_inspect_image(data), kind="image")
+
+
+_OFFICE_PASSWORD = (
+    "the Office file is protected by a password; we do not take passwords, so please upload "
+    "a copy saved without one"
+)
+
+
+def _refuse_encrypted_office(data: bytes) -> None:
+    try:
+        sniff.sniff_format(data)
+    except sniff.EncryptedOffice as exc:
+        raise EncryptedDocument(_OFFICE_PASSWORD) from exc
+
+
+def _inspect_format(data: bytes, fmt: formats.Format) -> int:
+    """Pages of an Office, OpenDocument, web, text or e-book document, counted without
+    converting it; the refusals (model.formats.guards) come first."""
+    if fmt.kind == "legacy":
+        raise UnsupportedDocument(
+            f"{fmt.name} is an older binary format we do not read yet; please save the file "
+            f"in its current format ({_CURRENT_FORMAT.get(fmt.name, 'DOCX')}) and upload that"
+        )
+    try:
+        if data.startswith(sniff.ZIP_MAGIC):
+            guards.check_container(data, fmt)
+        if fmt.kind == "ebook":
+            with MUPDF_LOCK:
+                doc = ebooks.open_ebook(data, fmt)
+                try:
+                    page_count = doc.page_count
+                finally:
+                    doc.close()
+            if page_count < 1:
+                raise NoPages(f"the {fmt.name} file has no pages that can be read")
+            return page_count
+        return sum(units.unit_plan(data, fmt))
+    except guards.ContainerRefused as exc:
+        error = {"too_large": DocumentTooLarge, "unsafe": UnsafeDocument}.get(
+            exc.code, CorruptDocument
+        )
+        raise error(str(exc)) from exc
+    except ebooks.EbookError as exc:
+        raise CorruptDocument(str(exc)) from exc
+    except webpage.PageTooLarge as exc:
+        raise DocumentTooLarge(str(exc)) from exc
+    except (text.NotText, zipfile.BadZipFile, KeyError, ValueError, OSError) as exc:
+        if isinstance(exc, DocumentError):
+            raise
+        raise CorruptDocument(f"the {fmt.name} file is damaged and cannot be read ({exc})") from exc
+
+
+_CURRENT_FORMAT = {"DOC": "DOCX", "XLS": "XLSX", "PPT": "PPTX", "RTF": "DOCX or ODT"}
 
 
 def open_pdf(data: bytes) -> pymupdf.Document:

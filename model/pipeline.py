@@ -6,7 +6,10 @@ from __future__ import annotations
 import logging
 import time
 
-from model.engines.base import Engine, EngineOptions, PageInput, PageResult
+from model.documents import MUPDF_LOCK, PDF
+from model.engines.base import Engine, EngineError, EngineOptions, PageInput, PageResult
+from model.formats import ebooks, structure
+from model.formats import types as formats
 from model.layout import page_size_points
 from model.layout.schema import PageLayout, whole_page_layout
 from model.quality.signals import quality_report
@@ -18,9 +21,47 @@ logger = logging.getLogger(__name__)
 
 def transcribe_page(engine: Engine, page: PageInput, options: EngineOptions) -> PageResult:
     """The engine's transcription, normalised as the options ask, with its quality report in
-    ``extra["quality"]`` (signals, ``needs_review``, reasons)."""
+    ``extra["quality"]`` (signals, ``needs_review``, reasons).
+
+    Office, OpenDocument, web and text documents are not transcribed: their page is a unit of
+    the structural conversion (``model.formats.structure``), whatever the engine. E-books are
+    laid out as PDF first, and the engine reads that PDF's page."""
+    fmt = formats.format_of(page.mime_type)
+    if fmt is not None and fmt.kind == "structured":
+        return finish_page(page, structured_page(page, fmt), options)
+    if fmt is not None and fmt.kind == "ebook":
+        try:
+            with MUPDF_LOCK:
+                pdf = ebooks.as_pdf(page.data, fmt)
+        except ebooks.EbookError as exc:
+            raise EngineError(str(exc)) from exc
+        page = PageInput(data=pdf, mime_type=PDF, page_number=page.page_number)
     result = engine.transcribe(page, options)
     return finish_page(page, result, options)
+
+
+def structured_page(page: PageInput, fmt: formats.Format) -> PageResult:
+    started = time.perf_counter()
+    try:
+        units = structure.document_units(page.data, fmt)
+    except (structure.ConversionError, ValueError) as exc:
+        raise EngineError(str(exc)) from exc
+    if not 1 <= page.page_number <= len(units):
+        raise EngineError(
+            f"page {page.page_number} does not exist: the {fmt.name} file has {len(units)} pages"
+        )
+    markdown = units[page.page_number - 1]
+    return PageResult(
+        markdown=markdown,
+        output_tokens=count_tokens(markdown),
+        engine_seconds=time.perf_counter() - started,
+        method=STRUCTURE_METHOD,
+        extra={"format": fmt.name},
+    )
+
+
+# The method of a page read from the document's structure rather than transcribed.
+STRUCTURE_METHOD = "structure"
 
 
 def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> PageResult:
@@ -34,9 +75,14 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
             result.layout = result.layout.with_markdown(
                 lambda text: normalize_markdown(text, options.normalize)
             )
-    if result.layout is None:
+    if result.layout is None and result.method != STRUCTURE_METHOD:
+        # A structured document's unit has no page geometry; it has no layout to give.
         result.layout = _whole_page(page, result)
     started = time.perf_counter()
+    if result.method == STRUCTURE_METHOD:
+        # The document's own text, not a reading of pixels: no OCR signal applies to it.
+        result.extra["quality"] = {"needs_review": False, "reasons": [], "signals": {}}
+        return result
     try:
         quality = quality_report(page, result)
     except Exception:  # a signal's bug must not fail a page that was transcribed
@@ -63,4 +109,4 @@ def _whole_page(page: PageInput, result: PageResult) -> PageLayout | None:
 def engine_counts_approximately(result: PageResult) -> bool:
     """Engines that bill the tokens they decoded keep that count; the local engine's count is
     an approximation of its Markdown, so it follows the Markdown."""
-    return result.method in ("text-layer", "ocr")
+    return result.method in ("text-layer", "ocr", STRUCTURE_METHOD)

@@ -1,0 +1,99 @@
+"""How many pages a structured document becomes, decided cheaply and the same way in the web
+process (to create the page rows) and in the worker (to cut the converted Markdown to fit).
+
+- a slide is a page (PPTX);
+- a sheet is a page, and a sheet with more than SHEET_ROWS_PER_PART filled rows is cut into
+  that many rows a page (XLSX, XLSM, CSV);
+- everything else (DOCX, ODT, ODP, ODS, HTML, Markdown, text) is cut into parts of about
+  PART_CHARS characters of text, about one printed page.
+
+The count comes from the text and cells in the XML, streamed (no layout, no conversion): the
+web process never converts a document.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+import zipfile
+
+import defusedxml.ElementTree as SafeET
+
+from model.formats import guards, types, webpage
+from model.formats.text import normalized_text
+
+# About one printed page: an A4 page of 11-point prose holds 3,000-3,500 characters.
+PART_CHARS = 4000
+SHEET_ROWS_PER_PART = 250
+
+_DOCX_TEXT = re.compile(rb"<(?:w|m):t(?:\s[^>]*)?>([^<]*)</(?:w|m):t>")
+_DOCX_PARAGRAPH = re.compile(rb"<w:p[\s>]")
+_TAG = re.compile(rb"<[^>]*>")
+_SLIDE_ID = re.compile(rb"<p:sldId\b")
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+
+
+def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
+    """Pages per section, in order: one entry per slide or sheet, or one for the whole text."""
+    if fmt in (types.PPTX, types.PPTM):
+        return [1] * max(1, _count(data, "ppt/presentation.xml", _SLIDE_ID))
+    if fmt in (types.XLSX, types.XLSM):
+        return [_row_parts(rows) for rows in _sheet_rows(data)] or [1]
+    if fmt is types.CSV:
+        return [_row_parts(len(normalized_text(data).splitlines()))]
+    return [max(1, math.ceil(text_length(data, fmt) / PART_CHARS))]
+
+
+def text_length(data: bytes, fmt: types.Format) -> int:
+    if fmt in (types.DOCX, types.DOCM):
+        text = paragraphs = 0
+        for chunk in _entry_chunks(data, "word/document.xml"):
+            text += sum(len(run) for run in _DOCX_TEXT.findall(chunk))
+            paragraphs += len(_DOCX_PARAGRAPH.findall(chunk))
+        return text + paragraphs
+    if fmt in (types.ODT, types.ODS, types.ODP):
+        return sum(
+            len(b" ".join(_TAG.sub(b" ", chunk).split()))
+            for chunk in _entry_chunks(data, "content.xml")
+        )
+    if fmt is types.HTML:
+        return webpage.main_content(normalized_text(data)).text_length
+    return len(normalized_text(data))
+
+
+def _row_parts(rows: int) -> int:
+    return max(1, math.ceil(rows / SHEET_ROWS_PER_PART))
+
+
+def _sheet_rows(data: bytes) -> list[int]:
+    """Filled rows of each sheet (chart sheets: 0), in the workbook's order."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        workbook = SafeET.fromstring(archive.read("xl/workbook.xml"))
+        rels = SafeET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
+        targets = {rel.get("Id"): rel.get("Target", "") for rel in rels}
+        rows = []
+        for sheet in workbook.iter(f"{{{_MAIN_NS}}}sheet"):
+            target = targets.get(sheet.get(f"{{{_REL_NS}}}id"), "")
+            name = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
+            try:
+                info = archive.getinfo(name)
+            except KeyError:
+                rows.append(0)
+                continue
+            rows.append(guards.filled_extent(archive, info)[0])
+    return rows
+
+
+def _count(data: bytes, entry: str, pattern: re.Pattern) -> int:
+    return sum(len(pattern.findall(chunk)) for chunk in _entry_chunks(data, entry))
+
+
+def _entry_chunks(data: bytes, entry: str):
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        try:
+            info = archive.getinfo(entry)
+        except KeyError:
+            return
+        yield from guards.chunks(archive, info, overlap=0)

@@ -1,0 +1,66 @@
+"""A web page's main content, chosen the way Jina Reader chooses it.
+
+Reader (jina-ai/reader, ``src/services/snapshot-formatter.ts``) runs Mozilla's Readability
+over the page and keeps its article only "if Readability did its job": when the article is at
+least 30 % as long as the whole page (Reader compares the two Markdown conversions). Otherwise
+it converts the whole page. Here readability-lxml (a Python port of the same arc90 Readability
+algorithm) finds the article, and the lengths compared are those of the two texts, so that the
+choice (and with it the page count) is known before any conversion, in the web process too.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import lxml.html
+from lxml.etree import ParserError
+from readability import Document as ReadableDocument
+
+logger = logging.getLogger(__name__)
+
+# Reader's own threshold ("par2.length >= 0.3 * par1.length").
+MIN_ARTICLE_SHARE = 0.3
+# Reader degrades to plain text past 80,000 elements to protect its server; we refuse.
+MAX_ELEMENTS = 80_000
+
+
+class PageTooLarge(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class MainContent:
+    html: str
+    text_length: int
+    how: str  # "article": Readability's pick; "page": the whole page
+
+
+def main_content(html: str) -> MainContent:
+    whole_length = _text_length(html)
+    try:
+        article = ReadableDocument(html).summary(html_partial=True)
+    except Exception:  # readability gives up on some markup; the whole page still converts
+        logger.info("readability found no article; converting the whole page")
+        return MainContent(html, whole_length, "page")
+    article_length = _text_length(article)
+    if article_length and article_length >= MIN_ARTICLE_SHARE * whole_length:
+        return MainContent(article, article_length, "article")
+    return MainContent(html, whole_length, "page")
+
+
+def _text_length(html: str) -> int:
+    if not html.strip():
+        return 0
+    try:
+        root = lxml.html.fromstring(html)
+    except (ParserError, ValueError):
+        return len(html)
+    elements = sum(1 for _ in root.iter())
+    if elements > MAX_ELEMENTS:
+        raise PageTooLarge(
+            f"the web page has {elements:,} elements; we take pages of at most {MAX_ELEMENTS:,}"
+        )
+    for hidden in root.xpath("//script|//style|//noscript|//template"):
+        hidden.drop_tree()
+    return len(" ".join(root.text_content().split()))
