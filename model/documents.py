@@ -101,10 +101,7 @@ def sniff_mime_type(data: bytes) -> str | None:
         return IMAGE_TYPES["TIFF"]
     if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
         return IMAGE_TYPES["WEBP"]
-    try:
-        fmt = sniff.sniff_format(data)
-    except sniff.EncryptedOffice:
-        return None
+    fmt = sniff.sniff_format(data)  # raises for encrypted Office files and damaged zips
     return fmt.mime_type if fmt else None
 
 
@@ -115,6 +112,11 @@ def inspect_document(data: bytes) -> DocumentInfo:
         mime_type = sniff_mime_type(data)
     except sniff.EncryptedOffice as exc:
         raise EncryptedDocument(_OFFICE_PASSWORD) from exc
+    except sniff.DamagedContainer as exc:
+        raise CorruptDocument(
+            f"the file is a damaged zip container (an Office, OpenDocument or e-book file cut "
+            f"short?) and cannot be read ({exc})"
+        ) from exc
     if mime_type is None:
         if data.startswith(sniff.OLE_MAGIC):
             _refuse_encrypted_office(data)

@@ -16,6 +16,8 @@ from model.documents import (
     open_image,
     open_pdf,
 )
+from model.formats import ebooks
+from model.formats.types import format_of
 from model.pages import PageSelectionError
 
 logger = logging.getLogger(__name__)
@@ -46,20 +48,38 @@ def open_page_image(
     Images are scaled down to ``long_side`` but never up (upscaling adds no detail)."""
     if mime_type == PDF:
         return _render_pdf_page(data, page_number, long_side)
+    fmt = format_of(mime_type)
+    if fmt is not None and fmt.kind == "ebook":
+        return _render_ebook_page(data, fmt, page_number, long_side)
     return _image_frame(data, page_number, long_side)
+
+
+def _render_ebook_page(data: bytes, fmt, page_number: int, long_side: int) -> Image.Image:
+    with MUPDF_LOCK:
+        try:
+            doc = ebooks.open_ebook(data, fmt)
+        except ebooks.EbookError as exc:
+            raise CorruptDocument(str(exc)) from exc
+        try:
+            return _render(doc.load_page(_index(page_number, doc.page_count)), long_side)
+        finally:
+            doc.close()
 
 
 def _render_pdf_page(data: bytes, page_number: int, long_side: int) -> Image.Image:
     with MUPDF_LOCK:
         doc = open_pdf(data)
         try:
-            page = doc.load_page(_index(page_number, doc.page_count))
-            # page.rect already accounts for /Rotate, and get_pixmap renders the page as shown.
-            zoom = render_zoom(page.rect, long_side)
-            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
-            return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+            return _render(doc.load_page(_index(page_number, doc.page_count)), long_side)
         finally:
             doc.close()
+
+
+def _render(page: pymupdf.Page, long_side: int) -> Image.Image:
+    # page.rect already accounts for /Rotate, and get_pixmap renders the page as shown.
+    zoom = render_zoom(page.rect, long_side)
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
+    return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
 
 
 def _image_frame(data: bytes, page_number: int, long_side: int) -> Image.Image:

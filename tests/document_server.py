@@ -8,12 +8,19 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from tests import documents
+from tests import documents, office
 
 ROUTES = {
     "/report.pdf": ("application/pdf", documents.born_digital_pdf),
     "/page.png": ("image/png", documents.png_page),
     "/page.html": ("text/html; charset=utf-8", lambda: b"<html><body><h1>Hi</h1></body></html>"),
+    # A news page in Windows-1252, with navigation, a footer and a script around the article.
+    "/article.html": (
+        "text/html; charset=windows-1252",
+        lambda: office.ARTICLE_HTML.replace(
+            b"market hall", "market hall caf\u00e9".encode("cp1252")
+        ),
+    ),
     # A PDF served with a lying type: the content decides, not the header.
     "/mislabelled": ("text/plain", documents.born_digital_pdf),
 }

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
-from tests import documents, hostile
+from tests import documents, hostile, office
 from tests.conftest import wait_for_job
 from webapp.jobs.models import Document, Job, Page
 
@@ -28,7 +28,12 @@ REFUSED = {
     "a pdf cut after its header": (hostile.header_only_pdf, "cut.pdf", 422, 42206, "damaged"),
     "a corrupt pdf": (hostile.corrupt_pdf, "broken.pdf", 422, 42206, "damaged"),
     "an encrypted pdf": (hostile.encrypted_pdf, "locked.pdf", 422, 42206, "password"),
-    "html named .pdf": (lambda: hostile.html_named_pdf()[1], "report.pdf", 400, 40001, "PDF, PNG"),
+    "a program named .pdf": (documents.non_document, "report.pdf", 400, 40001, "PDF, PNG"),
+    "a zip bomb in a docx": (office.zip_bomb_docx, "bomb.docx", 413, 41302, "zip bomb"),
+    "entity expansion in a docx": (office.entity_expansion_docx, "lol.docx", 422, 42206, "DTD"),
+    "a remote template": (office.remote_template_docx, "t.docx", 422, 42206, "template"),
+    "an external workbook": (office.ole_link_xlsx, "l.xlsx", 422, 42206, "outside workbook"),
+    "an absurd sheet": (office.absurd_sheet_xlsx, "s.xlsx", 413, 41302, "cells a sheet"),
     "a 20,000 x 20,000 px page": (hostile.huge_page_png, "big.png", 413, 41302, "megapixels"),
     "a decompression bomb": (hostile.decompression_bomb_png, "bomb.png", 413, 41302, "megapixels"),
     "a 10,000-page pdf": (hostile.many_pages_pdf, "many.pdf", 413, 41302, "10000 pages selected"),
@@ -157,15 +162,19 @@ def test_a_file_name_the_parser_cannot_take_is_a_clear_400(api, name):
 
 
 @pytest.mark.parametrize(
-    ("make", "name"),
-    [(hostile.polyglot_png_html, "page.html"), (lambda: hostile.png_named_exe()[1], "setup.exe")],
-    ids=["a png that is also html", "a png named .exe"],
+    ("make", "name", "mime_type"),
+    [
+        (hostile.polyglot_png_html, "page.html", "image/png"),
+        (lambda: hostile.png_named_exe()[1], "setup.exe", "image/png"),
+        (lambda: hostile.html_named_pdf()[1], "report.pdf", "text/html"),
+    ],
+    ids=["a png that is also html", "a png named .exe", "html named .pdf"],
 )
-def test_a_polyglot_or_a_lying_extension_is_read_as_what_its_bytes_are(api, make, name):
+def test_a_polyglot_or_a_lying_extension_is_read_as_what_its_bytes_are(api, make, name, mime_type):
     response = post_jobs(api, make(), name)
 
     assert response.status_code == 202, response.content
-    assert response.json()["document"]["mime_type"] == "image/png"
+    assert response.json()["document"]["mime_type"] == mime_type
     assert response.json()["document"]["page_count"] == 1
 
 

@@ -529,12 +529,15 @@ def test_urls_that_reach_internal_addresses_are_refused(api, server, target):
     assert not Job.objects.exists()
 
 
-@without_worker
-def test_an_html_page_is_a_clear_422(api, server, local_fetches):
-    response = api.get(f"/{server}/page.html")
+@with_worker
+def test_a_web_page_url_is_read_as_its_main_content(api, server, local_fetches, worker):
+    response = api.get(f"/{server}/article.html", HTTP_ACCEPT="application/json")
 
-    assert response.status_code == 422
-    assert "HTML page" in response.json()["message"]
+    assert response.status_code == 200, response.content
+    content = response.json()["data"]["content"]
+    assert "The harbour reopens" in content and "| Monday | 14 |" in content
+    assert "Sports" not in content and "alert" not in content
+    assert "market hall caf\u00e9" in content  # decoded with the charset the server declared
 
 
 @without_worker

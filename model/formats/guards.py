@@ -44,6 +44,19 @@ _HARMLESS_EXTERNAL = ("/hyperlink",)
 # Word records the template a document was made from, usually a path on the author's disk
 # that nothing here reads; a template on another machine is how remote-template attacks load.
 _TEMPLATE = "/attachedTemplate"
+# What each external relationship type is, in words.
+_LINKED = {
+    "image": "image",
+    "oleObject": "OLE object",
+    "attachedTemplate": "template",
+    "externalLinkPath": "workbook",
+    "externalLink": "workbook",
+    "frame": "frame",
+    "subDocument": "subdocument",
+    "package": "embedded package",
+    "audio": "audio",
+    "video": "video",
+}
 _REMOTE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://(?!/)|\\\\|//)")
 _ODF_LINKING = re.compile(
     rb"<(draw:image|draw:object|draw:object-ole|draw:plugin|draw:floating-frame|"
@@ -162,7 +175,8 @@ def _check_relationships(
             if kind.endswith(_TEMPLATE) and not _REMOTE.match(relationship.get("Target", "")):
                 continue
             raise ContainerRefused(
-                f"the {fmt.name} file links to an outside {kind.rsplit('/', 1)[-1] or 'item'} "
+                f"the {fmt.name} file links to an outside "
+                f"{_LINKED.get(kind.rsplit('/', 1)[-1], 'item')} "
                 f"({relationship.get('Target', '')[:200]!r}); we fetch nothing a document "
                 "points to, so please embed it or remove the link",
                 code="unsafe",

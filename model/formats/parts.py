@@ -15,7 +15,7 @@ import re
 PART_CHARS = 4000
 _HEADING = re.compile(r"^#{1,6} ")
 _FENCE = re.compile(r"^(```|~~~)")
-_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 def split_markdown(markdown: str, max_chars: int = PART_CHARS) -> list[str]:
@@ -123,7 +123,7 @@ def split_exactly(markdown: str, count: int) -> list[str]:
     bins: list[list[str]] = [[] for _ in range(count)]
     done = 0
     for piece in pieces:
-        index = min(count - 1, int((done + len(piece) / 2) * count / total))
+        index = min(count - 1, int(done * count / total))
         bins[index].append(piece)
         done += len(piece)
     return ["\n\n".join(part) for part in bins]

@@ -31,6 +31,11 @@ class EncryptedOffice(Exception):
     """An Office file saved with a password (an OLE2 container holding an encrypted package)."""
 
 
+class DamagedContainer(Exception):
+    """A zip whose directory cannot be read: an Office, OpenDocument or e-book file cut short
+    or broken, not a type we refuse."""
+
+
 def sniff_format(data: bytes) -> types.Format | None:
     if data.startswith(ZIP_MAGIC):
         return _zip_format(data)
@@ -98,8 +103,8 @@ def _looks_like_csv(text: str) -> bool:
 def _zip_format(data: bytes) -> types.Format | None:
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, OSError):
-        return None
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise DamagedContainer(str(exc)) from exc
     with archive:
         names = set(archive.namelist())
         if "mimetype" in names:

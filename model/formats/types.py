@@ -65,3 +65,10 @@ ACCEPTED_NAMES = (
 
 def format_of(mime_type: str) -> Format | None:
     return BY_MIME_TYPE.get(mime_type)
+
+
+def has_page_images(mime_type: str) -> bool:
+    """Whether a page of the document can be drawn: PDFs, images and e-books can; a structured
+    document's pages are units of its text, with no drawing of their own."""
+    fmt = format_of(mime_type)
+    return fmt is None or fmt.kind != "structured"

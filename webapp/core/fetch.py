@@ -42,7 +42,9 @@ def fetch_document(url: str) -> FetchedDocument:
         for _ in range(settings.FOLIO_FETCH_MAX_REDIRECTS + 1):
             try:
                 with client.stream(
-                    "GET", url, headers={"Accept": "application/pdf,image/*"}
+                    "GET",
+                    url,
+                    headers={"Accept": "application/pdf,image/*,text/html;q=0.9,*/*;q=0.8"},
                 ) as response:
                     if response.status_code in REDIRECTS and "location" in response.headers:
                         url = urljoin(url, response.headers["location"])

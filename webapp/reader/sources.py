@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -80,9 +81,20 @@ def _fetched(url: str) -> Source:
         raise blocked(str(exc)) from exc
     except FetchError as exc:
         raise unprocessable(f"could not fetch the document: {exc}") from exc
+    data = fetched.data
     if fetched.content_type.split(";")[0].strip().lower() in ("text/html", "application/xhtml+xml"):
-        raise unprocessable(
-            f"{fetched.url} is an HTML page; Folio reads PDFs and images (PDF, PNG, JPEG, "
-            "TIFF, WebP), not web pages"
-        )
-    return Source(data=fetched.data, filename=fetched.filename, url=fetched.url)
+        # A web page: its main content is read (model.formats.webpage), from UTF-8 bytes.
+        data = _utf8_page(data, fetched.content_type)
+    return Source(data=data, filename=fetched.filename, url=fetched.url)
+
+
+def _utf8_page(data: bytes, content_type: str) -> bytes:
+    """The page's bytes as UTF-8: decoded with the charset the server declared, else UTF-8,
+    else Windows-1252 (what browsers fall back to for Western pages)."""
+    declared = re.search(r"charset=[\"']?([\w.:-]+)", content_type, re.I)
+    for charset in ([declared.group(1)] if declared else []) + ["utf-8", "cp1252"]:
+        try:
+            return data.decode(charset).encode("utf-8")
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return data

@@ -27,13 +27,21 @@ class MultipleFileField(forms.FileField):
         return [super(MultipleFileField, self).clean(file, initial) for file in files]
 
 
+# What the file chooser offers; the server decides by the bytes, whatever the name.
+DOCUMENT_ACCEPT = (
+    ".pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp,.docx,.docm,.pptx,.pptm,.xlsx,.xlsm,.odt,.ods,.odp,"
+    ".csv,.html,.htm,.md,.txt,.epub,.xps,.oxps,.fb2,.mobi,.cbz,.svg"
+)
+
+
 class UploadForm(forms.Form):
     files = MultipleFileField(
         label="Documents",
-        widget=MultipleFileInput(
-            attrs={"accept": ".pdf,.png,.jpg,.jpeg,.tif,.tiff,.webp", "multiple": True}
+        widget=MultipleFileInput(attrs={"accept": DOCUMENT_ACCEPT, "multiple": True}),
+        help_text=(
+            "PDF, images (PNG, JPEG, TIFF, WebP), Word, PowerPoint, Excel, OpenDocument, "
+            "web pages, Markdown, text, CSV and e-books; one job per file."
         ),
-        help_text="PDF, PNG, JPEG, TIFF (multi-page too) or WebP; one job per file.",
     )
     pages = forms.CharField(
         label="Pages",

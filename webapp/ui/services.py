@@ -11,6 +11,7 @@ import pymupdf
 from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF
+from model.formats.types import format_of
 from model.rendering import open_page_image, open_pdf_page
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs.models import Job, Page
@@ -31,6 +32,11 @@ class PageImageUnavailable(Exception):
 def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
     """A page as JPEG: panel-sized, or with ``full`` at the zoomable view's resolution."""
     document = job.document
+    fmt = format_of(document.mime_type)
+    if fmt is not None and fmt.kind == "structured":
+        raise PageImageUnavailable(
+            f"a {fmt.name} file is read from its structure, not from page images"
+        )
     if document.file_deleted_at is not None or job.is_expired:
         raise PageImageUnavailable("the document's file was deleted when its results expired")
     try:

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from model.documents import DocumentError, DocumentInfo, inspect_document, safe_filename
 from model.engines.registry import UnknownEngine, engine_names, engine_spec
+from model.formats.types import format_of
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
 from webapp.core.workers import unserved_engine_refusal
@@ -405,7 +406,8 @@ def _inspected(data: bytes) -> DocumentInfo:
 def _store_content(data: bytes, *, sha256: str, mime_type: str) -> str:
     """Content-addressed: the same bytes are stored once, whoever uploads them and whatever
     they called them (the extension comes from the type the bytes proved, not the name)."""
-    suffix = mimetypes.guess_extension(mime_type) or ""
+    fmt = format_of(mime_type)
+    suffix = fmt.extension if fmt else (mimetypes.guess_extension(mime_type) or "")
     name = f"documents/{sha256[:2]}/{sha256}{suffix}"
     if default_storage.exists(name):
         return name

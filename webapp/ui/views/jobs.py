@@ -18,6 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from model.documents import DocumentError
+from model.formats.types import has_page_images
 from webapp.jobs import outputs as job_outputs
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
@@ -114,7 +115,9 @@ def job_detail(request, job_id):
         "review": review,
         "review_views": REVIEW_VIEWS.items(),
         "can_download": job.is_final and not job.is_expired,
-        "image_available": job.document.file_deleted_at is None and not job.is_expired,
+        "image_available": job.document.file_deleted_at is None
+        and not job.is_expired
+        and has_page_images(job.document.mime_type),
     }
     return render(request, "jobs/detail.html", context)
 
@@ -128,7 +131,9 @@ def page_panel(request, job_id, number: int):
         raise Http404("That page is not part of this job.")
     context = {
         "panel": _panel(job, page),
-        "image_available": job.document.file_deleted_at is None and not job.is_expired,
+        "image_available": job.document.file_deleted_at is None
+        and not job.is_expired
+        and has_page_images(job.document.mime_type),
     }
     return render(request, "jobs/_panel.html", context)
 

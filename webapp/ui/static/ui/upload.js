@@ -4,7 +4,7 @@
 "use strict";
 (function () {
   const PAGES = /^\s*[+-]?\d+\s*(-\s*([+-]?\d+)?\s*)?(,\s*[+-]?\d+\s*(-\s*([+-]?\d+)?\s*)?)*$/;
-  const ACCEPTED = "PDF, PNG, JPEG, TIFF or WebP";
+  const ACCEPTED = "PDF, an image, an Office or OpenDocument file, a web page, text or an e-book";
 
   function sniff(bytes) {
     const text = String.fromCharCode(...bytes.slice(0, 1024));
@@ -13,6 +13,12 @@
     if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "JPEG";
     if (["II*\0", "MM\0*", "II+\0", "MM\0+"].includes(text.slice(0, 4))) return "TIFF";
     if (text.slice(0, 4) === "RIFF" && text.slice(8, 12) === "WEBP") return "WebP";
+    // Containers (Office, OpenDocument, EPUB: zip; legacy Office: OLE2), RTF, MOBI, and text
+    // (HTML, Markdown, CSV...): the server looks inside and decides.
+    if (text.slice(0, 4) === "PK\x03\x04") return "zip";
+    if (bytes[0] === 0xd0 && bytes[1] === 0xcf && bytes[2] === 0x11 && bytes[3] === 0xe0) return "OLE";
+    if (text.slice(60, 68) === "BOOKMOBI") return "MOBI";
+    if (bytes.length && !bytes.includes(0)) return "text";
     return null;
   }
 

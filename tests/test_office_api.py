@@ -1,0 +1,105 @@
+"""Office, OpenDocument, web, text and e-book documents end to end: through the jobs API, the
+Reader endpoint and the OpenAI endpoint, real Redis and real worker processes; every unit (a
+slide, a sheet, a part of the text, an e-book page) is a page row and a task."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import openai
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from tests import office
+from tests.conftest import wait_for_job
+from webapp.accounts.services import api_key_create
+from webapp.jobs.models import Page
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not office.CORPUS.is_dir(), reason=office.CORPUS_MISSING),
+]
+
+
+def submit(client, data: bytes, name: str, **fields):
+    upload = SimpleUploadedFile(name, data)
+    return client.post("/v1/jobs", {"file": upload, **fields}, format="multipart")
+
+
+def finished(client, data: bytes, name: str, **fields) -> tuple[dict, list[dict]]:
+    response = submit(client, data, name, **fields)
+    assert response.status_code == 202, response.content
+    job = wait_for_job(client, response.json()["id"])
+    pages = client.get(f"/v1/jobs/{job['id']}/result", HTTP_ACCEPT="application/json")
+    return job, pages.json()["pages"]
+
+
+def test_each_slide_of_a_deck_is_a_page_read_from_its_structure(api, worker):
+    job, pages = finished(api, office.corpus("pptx/sources/powerpoint_sample.pptx"), "deck.pptx")
+
+    assert job["status"] == "succeeded"
+    assert job["document"]["page_count"] == 3 == len(pages)
+    assert Page.objects.filter(job_id=job["id"]).count() == 3
+    assert pages[0]["markdown"].startswith("# Test Table Slide")
+    assert pages[1]["markdown"].startswith("# Second slide title")
+    assert {page["method"] for page in job["pages"]} == {"structure"}
+
+
+def test_a_selected_sheet_of_a_workbook_is_read_alone(api, worker):
+    job, pages = finished(api, office.corpus("xlsx/sources/xlsx_01.xlsx"), "book.xlsx", pages="2")
+
+    assert job["status"] == "succeeded"
+    assert len(pages) == 1 and pages[0]["number"] == 2
+    assert "col-1" in pages[0]["markdown"]
+
+
+def test_a_word_file_with_macros_is_read_as_data(api, worker):
+    job, pages = finished(api, office.macro_docm(), "macros.docm")
+
+    assert job["status"] == "succeeded"
+    assert job["document"]["mime_type"] == "application/vnd.ms-word.document.macroEnabled.12"
+    assert "Lorem ipsum" in pages[0]["markdown"]
+    assert "AutoOpen" not in pages[0]["markdown"]
+    assert not Path("/tmp/x").exists()
+
+
+def test_an_epub_is_laid_out_into_pages_the_engine_reads(api, worker):
+    job, pages = finished(api, office.epub(chapters=2), "book.epub")
+
+    assert job["status"] == "succeeded", job["pages"]
+    assert len(pages) == 2
+    assert "Chapter 2" in pages[1]["markdown"]
+
+
+def test_markdown_sent_to_the_reader_comes_back_normalized(api, worker):
+    upload = SimpleUploadedFile("notes.md", b"# Notes\r\n\r\n\r\n- one\r\n- two   \r\n")
+    response = api.post("/", {"file": upload}, format="multipart", HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["data"]["content"].strip() == "# Notes\n\n- one\n- two"
+
+
+def test_a_hostile_office_file_is_refused_by_the_reader_too(api):
+    upload = SimpleUploadedFile("lol.docx", office.entity_expansion_docx())
+    response = api.post("/", {"file": upload}, format="multipart", HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 422
+    assert "DTD" in response.json()["message"]
+
+
+def test_a_word_file_in_a_chat_data_url_is_read(live_server, make_user, worker):
+    key = api_key_create(user=make_user("alice")).secret
+    client = openai.OpenAI(
+        base_url=f"{live_server.url}/v1", api_key=key, max_retries=0, timeout=120
+    )
+    data = base64.b64encode(office.corpus("docx/sources/word_tables.docx")).decode()
+    url = f"data:application/octet-stream;base64,{data}"  # the bytes decide, not the label
+
+    completion = client.chat.completions.create(
+        model="local",
+        messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}],
+    )
+
+    text = completion.choices[0].message.content
+    assert "## Test with tables" in text and "| Header 0.0 |" in text
