@@ -62,6 +62,7 @@ def structured_page(page: PageInput, fmt: formats.Format) -> PageResult:
 
 # The method of a page read from the document's structure rather than transcribed.
 STRUCTURE_METHOD = "structure"
+NOMINAL_PAGE_POINTS = (595.0, 842.0)  # A4
 
 
 def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> PageResult:
@@ -75,8 +76,11 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
             result.layout = result.layout.with_markdown(
                 lambda text: normalize_markdown(text, options.normalize)
             )
-    if result.layout is None and result.method != STRUCTURE_METHOD:
-        # A structured document's unit has no page geometry; it has no layout to give.
+    if result.layout is None and result.method == STRUCTURE_METHOD:
+        # A unit of a structured document has no geometry of its own: one block over a
+        # nominal A4 page, so that blocks and chunks still cite it.
+        result.layout = whole_page_layout(result.markdown, NOMINAL_PAGE_POINTS)
+    elif result.layout is None:
         result.layout = _whole_page(page, result)
     started = time.perf_counter()
     if result.method == STRUCTURE_METHOD:

@@ -18,7 +18,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.core.errors import ApiError, bad_parameter, conflict
+from webapp.core.errors import ApiError, bad_parameter, conflict, unprocessable
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
 from webapp.core.schema import results_of
 from webapp.jobs import outputs, selectors, services
@@ -244,6 +244,8 @@ def job_result_response(request, job, *, params: dict, poll: str) -> HttpRespons
             body = outputs.job_searchable_pdf(job=job)
         except outputs.OutputUnavailable as exc:
             raise gone(str(exc)) from exc
+        except outputs.OutputNotDrawable as exc:
+            raise unprocessable(str(exc)) from exc
         response = HttpResponse(body, content_type="application/pdf")
         response["Content-Disposition"] = content_disposition_header(
             as_attachment=True, filename=outputs.pdf_filename(job)

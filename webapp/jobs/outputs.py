@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from django.core.files.storage import default_storage
 
+from model.documents import MUPDF_LOCK, PDF
+from model.formats import ebooks
+from model.formats.types import format_of
 from model.layout import PageLayout
 from model.layout.chunks import DEFAULT_MAX_TOKENS, chunk_document
 from model.layout.searchable_pdf import PageText, searchable_pdf
@@ -15,6 +18,10 @@ from webapp.jobs.selectors import job_pages, page_text
 # The joined Markdown's page marker; ``{page}`` is the page number.
 DEFAULT_PAGE_MARKER = "<!-- page {page} -->"
 PAGE_MARKER_MAX = 200
+
+
+class OutputNotDrawable(Exception):
+    """A searchable PDF asked of a document read from its structure (no page images)."""
 
 
 class OutputUnavailable(Exception):
@@ -76,8 +83,15 @@ def job_chunks(*, job: Job, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict:
 
 
 def job_searchable_pdf(*, job: Job) -> bytes:
-    """The job's pages as a searchable PDF (``model.layout.searchable_pdf``)."""
+    """The job's pages as a searchable PDF (``model.layout.searchable_pdf``); an e-book's
+    pages are its PDF layout's."""
     document = job.document
+    fmt = format_of(document.mime_type)
+    if fmt is not None and fmt.kind == "structured":
+        raise OutputNotDrawable(
+            f"a {fmt.name} file is read from its structure and has no page images to lay the "
+            "text over; ask for format=markdown, blocks or chunks"
+        )
     if document.file_deleted_at is not None or not default_storage.exists(document.file.name):
         raise OutputUnavailable(
             f"the file of job {job.id} is no longer stored; submit the document again"
@@ -88,6 +102,10 @@ def job_searchable_pdf(*, job: Job) -> bytes:
         PageText(page.number, layout if page.status == Page.Status.SUCCEEDED else None)
         for page, layout in _layouts(job)
     ]
+    if fmt is not None and fmt.kind == "ebook":
+        with MUPDF_LOCK:
+            data = ebooks.as_pdf(data, fmt)
+        return searchable_pdf(data, PDF, pages)
     return searchable_pdf(data, document.mime_type, pages)
 
 
