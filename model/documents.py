@@ -20,7 +20,7 @@ from typing import Any
 import pymupdf
 from PIL import Image, UnidentifiedImageError
 
-from model.formats import ebooks, guards, sniff, text, units, webpage
+from model.formats import ebooks, guards, libreoffice, sniff, text, units, webpage
 from model.formats import types as formats
 
 logger = logging.getLogger(__name__)
@@ -151,10 +151,10 @@ def _refuse_encrypted_office(data: bytes) -> None:
 def _inspect_format(data: bytes, fmt: formats.Format) -> int:
     """Pages of an Office, OpenDocument, web, text or e-book document, counted without
     converting it; the refusals (model.formats.guards) come first."""
-    if fmt.kind == "legacy":
+    if fmt.kind == "legacy" and libreoffice.program() is None:
         raise UnsupportedDocument(
-            f"{fmt.name} is an older binary format we do not read yet; please save the file "
-            f"in its current format ({_CURRENT_FORMAT.get(fmt.name, 'DOCX')}) and upload that"
+            f"{fmt.name} files are read with {libreoffice.INSTALL_HINT}; or save the file as "
+            f"{libreoffice.CURRENT[fmt].name} and upload that"
         )
     try:
         if data.startswith(sniff.ZIP_MAGIC):
@@ -183,9 +183,6 @@ def _inspect_format(data: bytes, fmt: formats.Format) -> int:
         if isinstance(exc, DocumentError):
             raise
         raise CorruptDocument(f"the {fmt.name} file is damaged and cannot be read ({exc})") from exc
-
-
-_CURRENT_FORMAT = {"DOC": "DOCX", "XLS": "XLSX", "PPT": "PPTX", "RTF": "DOCX or ODT"}
 
 
 def open_pdf(data: bytes) -> pymupdf.Document:

@@ -27,7 +27,7 @@ def transcribe_page(engine: Engine, page: PageInput, options: EngineOptions) -> 
     the structural conversion (``model.formats.structure``), whatever the engine. E-books are
     laid out as PDF first, and the engine reads that PDF's page."""
     fmt = formats.format_of(page.mime_type)
-    if fmt is not None and fmt.kind == "structured":
+    if fmt is not None and fmt.kind in formats.CONVERTED_KINDS:
         return finish_page(page, structured_page(page, fmt), options)
     if fmt is not None and fmt.kind == "ebook":
         try:

@@ -135,7 +135,8 @@ def macro_docm() -> bytes:
     """A DOCX turned macro-enabled: the content type says so and a VBA project is inside."""
     data = corpus("docx/sources/lorem_ipsum.docx")
     types = part(data, "[Content_Types].xml").replace(
-        b"wordprocessingml.document.main+xml", b"ms-word.document.macroEnabled.main+xml"
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+        b"application/vnd.ms-word.document.macroEnabled.main+xml",
     )
     return rezip(
         data,

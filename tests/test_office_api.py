@@ -57,7 +57,7 @@ def test_a_selected_sheet_of_a_workbook_is_read_alone(api, worker):
 def test_a_word_file_with_macros_is_read_as_data(api, worker):
     job, pages = finished(api, office.macro_docm(), "macros.docm")
 
-    assert job["status"] == "succeeded"
+    assert job["status"] == "succeeded", job["pages"]
     assert job["document"]["mime_type"] == "application/vnd.ms-word.document.macroEnabled.12"
     assert "Lorem ipsum" in pages[0]["markdown"]
     assert "AutoOpen" not in pages[0]["markdown"]

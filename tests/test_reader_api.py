@@ -537,7 +537,7 @@ def test_a_web_page_url_is_read_as_its_main_content(api, server, local_fetches, 
     content = response.json()["data"]["content"]
     assert "The harbour reopens" in content and "| Monday | 14 |" in content
     assert "Sports" not in content and "alert" not in content
-    assert "market hall caf\u00e9" in content  # decoded with the charset the server declared
+    assert "market hall caf\u00e9" in content, content  # decoded with the declared charset
 
 
 @without_worker

@@ -12,10 +12,11 @@ import hashlib
 import logging
 import threading
 import warnings
+import zipfile
 from collections import OrderedDict
 from io import BytesIO
 
-from model.formats import parts, types, units, webpage
+from model.formats import libreoffice, parts, types, units, webpage
 from model.formats.text import normalized_text
 
 logger = logging.getLogger(__name__)
@@ -52,10 +53,20 @@ def _convert(data: bytes, fmt: types.Format) -> list[str]:
         return parts.split_exactly(normalized_text(data), plan[0])
     if fmt is types.HTML:
         content = webpage.main_content(normalized_text(data))
-        markdown = _markdown(_docling_document(content.html.encode("utf-8"), types.HTML))
+        # With a byte-order mark: the parser then reads UTF-8 whatever the page's own <meta>
+        # says (the bytes were decoded with the charset its server declared, or as UTF-8).
+        html = b"\xef\xbb\xbf" + content.html.encode("utf-8")
+        markdown = _markdown(_docling_document(html, types.HTML))
         return parts.split_exactly(markdown, plan[0])
-    document = _docling_document(data, fmt)
-    if fmt in (types.PPTX, types.PPTM, types.XLSX, types.XLSM):
+    if fmt.kind == "legacy":
+        try:
+            data = libreoffice.to_current_format(data, fmt)
+        except libreoffice.LibreOfficeError as exc:
+            raise ConversionError(str(exc)) from exc
+        document = _docling_document(data, libreoffice.CURRENT[fmt])
+    else:
+        document = _docling_document(data, fmt)
+    if fmt in (types.PPTX, types.PPTM, types.XLSX, types.XLSM, types.PPT, types.XLS):
         # A slide or a sheet per docling page, in order; each cut to its planned page count.
         sections = [_markdown(document, page_no=number) for number in sorted(document.pages)]
         sections += [""] * (len(plan) - len(sections))
@@ -77,7 +88,42 @@ def _markdown(document, page_no: int | None = None) -> str:
     ).strip()
 
 
+# The main part's content type in a macro-enabled file, and in the plain one docling reads.
+_MACRO_MAIN_TYPES = {
+    types.DOCM: (
+        b"application/vnd.ms-word.document.macroEnabled.main+xml",
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+    ),
+    types.PPTM: (
+        b"application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml",
+        b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml",
+    ),
+}
+
+
+def _without_macros(data: bytes, fmt: types.Format) -> bytes:
+    """A macro-enabled Word or PowerPoint file as the plain one its content is: the main
+    part's content type changed and the VBA project left out. Its macros are never run
+    either way; python-docx and python-pptx refuse the macro-enabled content type."""
+    macro_type, plain_type = _MACRO_MAIN_TYPES[fmt]
+    out = BytesIO()
+    with (
+        zipfile.ZipFile(BytesIO(data)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for info in source.infolist():
+            if info.filename.lower().endswith("vbaproject.bin"):
+                continue
+            content = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                content = content.replace(macro_type, plain_type)
+            target.writestr(info, content)
+    return out.getvalue()
+
+
 def _docling_document(data: bytes, fmt: types.Format):
+    if fmt in _MACRO_MAIN_TYPES:
+        data = _without_macros(data, fmt)
     input_format, backend = _backend(fmt)
     from docling.datamodel.document import InputDocument
 

@@ -5,7 +5,8 @@
 - ``structured``: converted to Markdown from its structure (no engine); each unit (a slide,
   a sheet or a bounded part of the text) is a page.
 - ``ebook``: laid out by PyMuPDF into PDF pages, which the engine reads like any PDF.
-- ``legacy``: rendered to PDF by LibreOffice in the worker, then read like any PDF.
+- ``legacy``: saved in its current format by LibreOffice in the worker (DOC and RTF as DOCX,
+  XLS as XLSX, PPT as PPTX), then converted from its structure like that format.
 """
 
 from __future__ import annotations
@@ -67,8 +68,16 @@ def format_of(mime_type: str) -> Format | None:
     return BY_MIME_TYPE.get(mime_type)
 
 
+# Kinds whose pages are units of a structural conversion (no engine, no page image).
+CONVERTED_KINDS = ("structured", "legacy")
+
+
+def is_converted(mime_type: str) -> bool:
+    fmt = format_of(mime_type)
+    return fmt is not None and fmt.kind in CONVERTED_KINDS
+
+
 def has_page_images(mime_type: str) -> bool:
     """Whether a page of the document can be drawn: PDFs, images and e-books can; a structured
     document's pages are units of its text, with no drawing of their own."""
-    fmt = format_of(mime_type)
-    return fmt is None or fmt.kind != "structured"
+    return not is_converted(mime_type)

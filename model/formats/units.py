@@ -16,9 +16,11 @@ from __future__ import annotations
 import io
 import math
 import re
+import struct
 import zipfile
 
 import defusedxml.ElementTree as SafeET
+import olefile
 
 from model.formats import guards, types, webpage
 from model.formats.text import normalized_text
@@ -31,6 +33,8 @@ _DOCX_TEXT = re.compile(rb"<(?:w|m):t(?:\s[^>]*)?>([^<]*)</(?:w|m):t>")
 _DOCX_PARAGRAPH = re.compile(rb"<w:p[\s>]")
 _TAG = re.compile(rb"<[^>]*>")
 _SLIDE_ID = re.compile(rb"<p:sldId\b")
+_RTF_CONTROL = re.compile(rb"\\[a-zA-Z]+-?[0-9]* ?|\\'[0-9a-fA-F]{2}|[{}]|\{\\\*[^{}]*\}")
+_BOUNDSHEET = 0x0085  # a BIFF record naming one sheet of an XLS workbook
 _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
@@ -43,6 +47,10 @@ def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
         return [_row_parts(rows) for rows in _sheet_rows(data)] or [1]
     if fmt is types.CSV:
         return [_row_parts(len(normalized_text(data).splitlines()))]
+    if fmt is types.PPT:
+        return [1] * max(1, _ppt_slides(data))
+    if fmt is types.XLS:
+        return [1] * max(1, _xls_sheets(data))
     return [max(1, math.ceil(text_length(data, fmt) / PART_CHARS))]
 
 
@@ -60,6 +68,10 @@ def text_length(data: bytes, fmt: types.Format) -> int:
         )
     if fmt is types.HTML:
         return webpage.main_content(normalized_text(data)).text_length
+    if fmt is types.DOC:
+        return _ole_metadata(data).num_chars or 0
+    if fmt is types.RTF:
+        return len(b" ".join(_RTF_CONTROL.sub(b" ", data).split()))
     return len(normalized_text(data))
 
 
@@ -97,3 +109,58 @@ def _entry_chunks(data: bytes, entry: str):
         except KeyError:
             return
         yield from guards.chunks(archive, info, overlap=0)
+
+
+def _ole_metadata(data: bytes):
+    """The summary properties Word and PowerPoint write into every file (character count,
+    slide count): read without parsing the document itself."""
+    with olefile.OleFileIO(io.BytesIO(data)) as ole:
+        return ole.get_metadata()
+
+
+def _xls_sheets(data: bytes) -> int:
+    """The sheets of an XLS workbook: its BOUNDSHEET records, read from the record headers of
+    the Workbook stream (type and length, 2 bytes each) without decoding any cell."""
+    with olefile.OleFileIO(io.BytesIO(data)) as ole:
+        name = "Workbook" if ole.exists("Workbook") else "Book"
+        stream = ole.openstream(name).read()
+    sheets, offset = 0, 0
+    while offset + 4 <= len(stream):
+        kind, length = struct.unpack_from("<HH", stream, offset)
+        sheets += kind == _BOUNDSHEET
+        offset += 4 + length
+    return sheets
+
+
+_PPT_DOCUMENT, _PPT_SLIDE_LIST, _PPT_SLIDE_PERSIST = 0x03E8, 0x0FF0, 0x03F3
+
+
+def _ppt_slides(data: bytes) -> int:
+    """The slides of a PPT: the slide persist atoms in the slide list (instance 0: slides, not
+    masters or notes) of the last document container of the PowerPoint Document stream (an
+    incremental save appends a new one). Record headers only: 2 bytes version and instance,
+    2 bytes type, 4 bytes length."""
+    with olefile.OleFileIO(io.BytesIO(data)) as ole:
+        stream = ole.openstream("PowerPoint Document").read()
+    slides = 0
+    for kind, _, start, end in _ppt_records(stream, 0, len(stream)):
+        if kind != _PPT_DOCUMENT:
+            continue
+        slides = 0
+        for child, instance, child_start, child_end in _ppt_records(stream, start, end):
+            if child == _PPT_SLIDE_LIST and instance == 0:
+                slides += sum(
+                    1
+                    for atom, _, _, _ in _ppt_records(stream, child_start, child_end)
+                    if atom == _PPT_SLIDE_PERSIST
+                )
+    return slides
+
+
+def _ppt_records(stream: bytes, start: int, end: int):
+    offset = start
+    while offset + 8 <= end:
+        version_instance, kind, length = struct.unpack_from("<HHI", stream, offset)
+        body = offset + 8
+        yield kind, version_instance >> 4, body, min(body + length, end)
+        offset = body + length

@@ -8,7 +8,7 @@ from django.core.files.storage import default_storage
 
 from model.documents import MUPDF_LOCK, PDF
 from model.formats import ebooks
-from model.formats.types import format_of
+from model.formats.types import CONVERTED_KINDS, format_of
 from model.layout import PageLayout
 from model.layout.chunks import DEFAULT_MAX_TOKENS, chunk_document
 from model.layout.searchable_pdf import PageText, searchable_pdf
@@ -87,7 +87,7 @@ def job_searchable_pdf(*, job: Job) -> bytes:
     pages are its PDF layout's."""
     document = job.document
     fmt = format_of(document.mime_type)
-    if fmt is not None and fmt.kind == "structured":
+    if fmt is not None and fmt.kind in CONVERTED_KINDS:
         raise OutputNotDrawable(
             f"a {fmt.name} file is read from its structure and has no page images to lay the "
             "text over; ask for format=markdown, blocks or chunks"

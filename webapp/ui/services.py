@@ -11,7 +11,7 @@ import pymupdf
 from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF
-from model.formats.types import format_of
+from model.formats.types import CONVERTED_KINDS, format_of
 from model.rendering import open_page_image, open_pdf_page
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs.models import Job, Page
@@ -33,7 +33,7 @@ def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
     """A page as JPEG: panel-sized, or with ``full`` at the zoomable view's resolution."""
     document = job.document
     fmt = format_of(document.mime_type)
-    if fmt is not None and fmt.kind == "structured":
+    if fmt is not None and fmt.kind in CONVERTED_KINDS:
         raise PageImageUnavailable(
             f"a {fmt.name} file is read from its structure, not from page images"
         )

@@ -1,0 +1,129 @@
+"""Office, OpenDocument and web documents against docling's reference Markdown: per format,
+how close Folio's pages come to the reference and how fast they are made.
+
+    python bench/formats.py [--format docx --format html ...] [--json out.json] [--files]
+
+For every document of ``../shared/corpus/docling-testdata/<format>/sources`` that has a
+reference, it runs what the service runs: ``inspect_document`` (the web process: type, refusals,
+page count) and then each page through ``model.pipeline.transcribe_page`` (the worker; the
+per-process conversion cache is emptied before each document, so every document pays for its
+one conversion). The pages are joined and compared with the reference:
+
+- text: 1 - normalised edit distance of the two texts' words, markup removed
+  (``model.quality.realpages.similarity``, the figure QUALITY.md gives for PDF pages);
+- markdown: rapidfuzz's ratio of the two Markdown texts with whitespace collapsed (headings,
+  list marks and table pipes count: the structure).
+
+pages/s is pages over the worker's conversion time alone (one process, no queue); web ms is the
+mean time of ``inspect_document``. Refused documents are listed with their answer and are not
+in the means. Note that docling wrote the references with the same backends Folio uses, so a
+figure near 100 % says Folio kept what docling makes, not that the conversion is perfect.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rapidfuzz import fuzz  # noqa: E402
+
+from model.documents import DocumentError, inspect_document  # noqa: E402
+from model.engines.base import EngineOptions, PageInput  # noqa: E402
+from model.formats import structure  # noqa: E402
+from model.pipeline import transcribe_page  # noqa: E402
+from model.quality.realpages import similarity  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "corpus" / "docling-testdata"
+FORMATS = ("docx", "pptx", "xlsx", "odf", "html")
+
+
+def run_document(path: Path) -> dict:
+    data = path.read_bytes()
+    reference = (path.parent.parent / "groundtruth" / f"{path.name}.md").read_text()
+    started = time.perf_counter()
+    try:
+        info = inspect_document(data)
+    except DocumentError as exc:
+        return {"file": path.name, "refused": f"{exc.code}: {exc}"}
+    web = time.perf_counter() - started
+    structure._cache.clear()
+    started = time.perf_counter()
+    pages = [
+        transcribe_page(None, PageInput(data, info.mime_type, number), EngineOptions()).markdown
+        for number in range(1, info.page_count + 1)
+    ]
+    worker = time.perf_counter() - started
+    markdown = "\n\n".join(page for page in pages if page.strip())
+    return {
+        "file": path.name,
+        "pages": info.page_count,
+        "text": similarity(markdown, reference),
+        "markdown": fuzz.ratio(" ".join(markdown.split()), " ".join(reference.split())) / 100,
+        "worker_seconds": worker,
+        "web_seconds": web,
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    done = [row for row in rows if "refused" not in row]
+    pages = sum(row["pages"] for row in done)
+    seconds = sum(row["worker_seconds"] for row in done)
+    mean = lambda key: sum(row[key] for row in done) / len(done) if done else 0.0  # noqa: E731
+    return {
+        "files": len(rows),
+        "refused": len(rows) - len(done),
+        "pages": pages,
+        "text": mean("text"),
+        "markdown": mean("markdown"),
+        "pages_per_second": pages / seconds if seconds else 0.0,
+        "web_ms": 1000 * mean("web_seconds"),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--format", action="append", choices=FORMATS)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--files", action="store_true", help="print every document's figures")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    # docling's import is paid once, before the clock runs.
+    structure._backend(structure.types.DOCX)
+    results = {}
+    print("| format | files | refused | pages | text | markdown | pages/s | web ms/file |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.format or FORMATS:
+        sources = sorted(
+            path
+            for path in (CORPUS / name / "sources").iterdir()
+            if (CORPUS / name / "groundtruth" / f"{path.name}.md").exists()
+        )
+        rows = [run_document(path) for path in sources]
+        results[name] = {"summary": summary(rows), "documents": rows}
+        s = results[name]["summary"]
+        print(
+            f"| {name} | {s['files']} | {s['refused']} | {s['pages']} | {100 * s['text']:.1f} "
+            f"| {100 * s['markdown']:.1f} | {s['pages_per_second']:.1f} | {s['web_ms']:.0f} |"
+        )
+    for name, result in results.items():
+        for row in result["documents"]:
+            if "refused" in row:
+                print(f"{name}: {row['file']} refused ({row['refused']})")
+            elif args.files:
+                print(
+                    f"{name}: {row['file']}: {row['pages']} pages, text {100 * row['text']:.1f}, "
+                    f"markdown {100 * row['markdown']:.1f}"
+                )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Legacy binary Office formats (DOC, XLS, PPT) and RTF, converted by LibreOffice to their
+current format, which docling's backends then read like any other.
+
+LibreOffice runs only in the worker, as a subprocess in a process group of its own, with:
+
+- a wall-clock limit (``FOLIO_LIBREOFFICE_TIMEOUT``, default 60 s): past it the whole group is
+  killed and the page fails saying so;
+- a private profile directory, thrown away afterwards (concurrent conversions never share a
+  profile, and nothing a document changes in it outlives the conversion);
+- macros disabled (``DisableMacrosExecution``, security level "very high") and link updates
+  off (Writer's ``Update/Link`` = 0, NEVER in sw/inc/linkenum.hxx; Calc's = 1, LM_NEVER in
+  sc/inc/global.hxx of LibreOffice's source), so a document neither runs code nor fetches
+  what it links to.
+
+Where LibreOffice is not installed (``FOLIO_LIBREOFFICE`` names the program, else ``soffice``
+is looked up on the PATH), these formats are refused at upload saying what to install.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from model.config import env_int, env_str
+from model.formats import types
+
+INSTALL_HINT = (
+    "LibreOffice, which this server does not have (on Debian: apt-get install "
+    "libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui)"
+)
+# What each legacy format becomes, for docling to read.
+CURRENT = {
+    types.DOC: types.DOCX,
+    types.RTF: types.DOCX,
+    types.XLS: types.XLSX,
+    types.PPT: types.PPTX,
+}
+_FILTERS = {types.DOCX: "docx:MS Word 2007 XML", types.XLSX: "xlsx:Calc MS Excel 2007 XML",
+            types.PPTX: "pptx:Impress MS PowerPoint 2007 XML"}  # fmt: skip
+
+_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry"
+ xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop
+ oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop
+ oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop
+ oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop
+ oor:name="Link" oor:op="fuse"><value>1</value></prop></item>
+</oor:items>
+"""
+
+
+class LibreOfficeError(RuntimeError):
+    """The conversion failed or ran out of time; the message is for a person."""
+
+
+def program() -> str | None:
+    return env_str("FOLIO_LIBREOFFICE") or shutil.which("soffice") or shutil.which("libreoffice")
+
+
+def timeout_seconds() -> int:
+    return env_int("FOLIO_LIBREOFFICE_TIMEOUT", 60, minimum=1)
+
+
+def to_current_format(data: bytes, fmt: types.Format) -> bytes:
+    """The document saved in its current format (DOCX, XLSX or PPTX) by LibreOffice."""
+    soffice = program()
+    if soffice is None:
+        raise LibreOfficeError(f"reading {fmt.name} files needs {INSTALL_HINT}")
+    target = CURRENT[fmt]
+    limit = timeout_seconds()
+    with tempfile.TemporaryDirectory(prefix="folio-libreoffice-") as work:
+        root = Path(work)
+        profile = root / "profile"
+        (profile / "user").mkdir(parents=True)
+        (profile / "user" / "registrymodifications.xcu").write_text(_PROFILE)
+        source = root / f"document{fmt.extension}"
+        source.write_bytes(data)
+        command = [
+            soffice,
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--headless",
+            "--invisible",
+            "--nologo",
+            "--nodefault",
+            "--nolockcheck",
+            "--norestore",
+            "--convert-to",
+            _FILTERS[target],
+            "--outdir",
+            str(root / "out"),
+            str(source),
+        ]
+        _run(command, limit=limit, home=root, name=fmt.name)
+        output = root / "out" / f"document{target.extension}"
+        if not output.is_file():
+            raise LibreOfficeError(f"LibreOffice could not read the {fmt.name} file")
+        return output.read_bytes()
+
+
+def _run(command: list[str], *, limit: int, home: Path, name: str) -> None:
+    # A process group of its own: soffice starts soffice.bin, and a timeout kills both.
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+    )
+    try:
+        _, stderr = process.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise LibreOfficeError(
+            f"LibreOffice took longer than {limit} s to read the {name} file, the limit"
+        ) from None
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # what it left in its group goes too
+            os.killpg(process.pid, signal.SIGKILL)
+    if process.returncode != 0:
+        detail = stderr.decode("utf-8", "replace").strip()[-300:]
+        raise LibreOfficeError(f"LibreOffice could not read the {name} file ({detail})")

@@ -1,0 +1,106 @@
+"""DOC, XLS, PPT and RTF: saved in their current format by LibreOffice in the worker (a
+subprocess with a wall-clock limit and a private profile), then read like DOCX, XLSX and PPTX;
+refused at upload, saying what to install, where LibreOffice is missing."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import psutil
+import pytest
+
+from model.documents import UnsupportedDocument, inspect_document
+from model.engines.base import EngineError, EngineOptions, PageInput
+from model.formats import types
+from model.pipeline import STRUCTURE_METHOD, transcribe_page
+from tests import office
+
+SOFFICE = shutil.which("soffice")
+needs_libreoffice = pytest.mark.skipif(
+    SOFFICE is None, reason="LibreOffice is not installed (.ci/run installs it)"
+)
+pytestmark = pytest.mark.skipif(not office.CORPUS.is_dir(), reason=office.CORPUS_MISSING)
+
+RTF = rb"{\rtf1\ansi{\fonttbl\f0 Times New Roman;}\f0\pard Minutes of the {\b harbour} board.\par}"
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory) -> dict[str, bytes]:
+    """docling's test files saved as DOC, XLS and PPT by LibreOffice (the legacy files are
+    made here: the shared corpus has none)."""
+    if SOFFICE is None:
+        pytest.skip("LibreOffice is not installed (.ci/run installs it)")
+    work = tmp_path_factory.mktemp("legacy")
+    made = {}
+    for source, target in (
+        ("docx/sources/word_tables.docx", "doc"),
+        ("xlsx/sources/xlsx_01.xlsx", "xls"),
+        ("pptx/sources/powerpoint_sample.pptx", "ppt"),
+    ):
+        path = work / Path(source).name
+        path.write_bytes(office.corpus(source))
+        subprocess.run(
+            [SOFFICE, f"-env:UserInstallation={(work / 'profile').as_uri()}", "--headless",
+             "--convert-to", target, "--outdir", str(work), str(path)],
+            check=True, capture_output=True, timeout=300,
+        )  # fmt: skip
+        made[target] = path.with_suffix(f".{target}").read_bytes()
+    return made
+
+
+def read(data: bytes, number: int) -> str:
+    mime_type = inspect_document(data).mime_type
+    page = PageInput(data=data, mime_type=mime_type, page_number=number)
+    result = transcribe_page(None, page, EngineOptions())
+    assert result.method == STRUCTURE_METHOD
+    return result.markdown
+
+
+@needs_libreoffice
+def test_a_doc_is_read_like_the_docx_it_was_saved_from(legacy):
+    info = inspect_document(legacy["doc"])
+
+    assert (info.mime_type, info.kind) == (types.DOC.mime_type, "legacy")
+    markdown = "\n\n".join(read(legacy["doc"], n) for n in range(1, info.page_count + 1))
+    assert "Test with tables" in markdown and "Header 0.0" in markdown and "Cell 1.0" in markdown
+
+
+@needs_libreoffice
+def test_each_sheet_of_an_xls_and_each_slide_of_a_ppt_is_a_page(legacy):
+    assert inspect_document(legacy["xls"]).page_count == 4
+    assert "col-1" in read(legacy["xls"], 2)
+
+    assert inspect_document(legacy["ppt"]).page_count == 3
+    assert "Second slide title" in read(legacy["ppt"], 2)
+
+
+@needs_libreoffice
+def test_an_rtf_is_read():
+    assert "Minutes of the **harbour** board." in read(RTF, 1)
+
+
+@needs_libreoffice
+def test_libreoffice_past_its_time_limit_is_killed_and_the_page_fails_saying_so(monkeypatch):
+    monkeypatch.setenv("FOLIO_LIBREOFFICE_TIMEOUT", "1")
+
+    with pytest.raises(EngineError, match="longer than 1 s"):
+        read(RTF + b" ", 1)
+
+    left = [
+        process
+        for process in psutil.process_iter(["cmdline"])
+        if any("folio-libreoffice-" in part for part in process.info["cmdline"] or [])
+    ]
+    assert left == []
+
+
+def test_without_libreoffice_a_legacy_file_is_refused_saying_what_to_install(monkeypatch):
+    monkeypatch.setenv("PATH", tempfile.gettempdir())
+    monkeypatch.delenv("FOLIO_LIBREOFFICE", raising=False)
+
+    with pytest.raises(UnsupportedDocument, match="apt-get install libreoffice") as refused:
+        inspect_document(RTF)
+    assert "save the file as DOCX" in str(refused.value)
