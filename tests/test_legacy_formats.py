@@ -19,9 +19,8 @@ from model.pipeline import STRUCTURE_METHOD, transcribe_page
 from tests import office
 
 SOFFICE = shutil.which("soffice")
-needs_libreoffice = pytest.mark.skipif(
-    SOFFICE is None, reason="LibreOffice is not installed (.ci/run installs it)"
-)
+# LibreOffice takes seconds to start: the tests that run it are in the slow tier.
+NO_LIBREOFFICE = "LibreOffice is not installed (.ci/run installs it)"
 pytestmark = pytest.mark.skipif(not office.CORPUS.is_dir(), reason=office.CORPUS_MISSING)
 
 RTF = rb"{\rtf1\ansi{\fonttbl\f0 Times New Roman;}\f0\pard Minutes of the {\b harbour} board.\par}"
@@ -32,7 +31,7 @@ def legacy(tmp_path_factory) -> dict[str, bytes]:
     """docling's test files saved as DOC, XLS and PPT by LibreOffice (the legacy files are
     made here: the shared corpus has none)."""
     if SOFFICE is None:
-        pytest.skip("LibreOffice is not installed (.ci/run installs it)")
+        pytest.skip(NO_LIBREOFFICE)
     work = tmp_path_factory.mktemp("legacy")
     made = {}
     for source, target in (
@@ -59,7 +58,8 @@ def read(data: bytes, number: int) -> str:
     return result.markdown
 
 
-@needs_libreoffice
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
 def test_a_doc_is_read_like_the_docx_it_was_saved_from(legacy):
     info = inspect_document(legacy["doc"])
 
@@ -68,7 +68,8 @@ def test_a_doc_is_read_like_the_docx_it_was_saved_from(legacy):
     assert "Test with tables" in markdown and "Header 0.0" in markdown and "Cell 1.0" in markdown
 
 
-@needs_libreoffice
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
 def test_each_sheet_of_an_xls_and_each_slide_of_a_ppt_is_a_page(legacy):
     assert inspect_document(legacy["xls"]).page_count == 4
     assert "col-1" in read(legacy["xls"], 2)
@@ -77,12 +78,14 @@ def test_each_sheet_of_an_xls_and_each_slide_of_a_ppt_is_a_page(legacy):
     assert "Second slide title" in read(legacy["ppt"], 2)
 
 
-@needs_libreoffice
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
 def test_an_rtf_is_read():
     assert "Minutes of the **harbour** board." in read(RTF, 1)
 
 
-@needs_libreoffice
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
 def test_libreoffice_past_its_time_limit_is_killed_and_the_page_fails_saying_so(monkeypatch):
     monkeypatch.setenv("FOLIO_LIBREOFFICE_TIMEOUT", "1")
 

@@ -17,6 +17,7 @@ from webapp.accounts.services import api_key_create
 from webapp.jobs.models import Page
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not office.CORPUS.is_dir(), reason=office.CORPUS_MISSING),
 ]

@@ -529,6 +529,7 @@ def test_urls_that_reach_internal_addresses_are_refused(api, server, target):
     assert not Job.objects.exists()
 
 
+@pytest.mark.slow
 @with_worker
 def test_a_web_page_url_is_read_as_its_main_content(api, server, local_fetches, worker):
     response = api.get(f"/{server}/article.html", HTTP_ACCEPT="application/json")
