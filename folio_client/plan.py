@@ -15,11 +15,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-# Markdown is left out of folder walks: its output would be the file itself.
+# Text, Markdown and CSV files are left out of folder walks (notes and data beside the
+# documents, and a Markdown file's output would be itself); named on the command line they go.
 DOCUMENT_SUFFIXES = frozenset(
     {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"}
     | {".docx", ".docm", ".pptx", ".pptm", ".xlsx", ".xlsm", ".odt", ".ods", ".odp"}
-    | {".csv", ".html", ".htm", ".txt", ".epub", ".xps", ".oxps", ".fb2", ".mobi", ".cbz"}
+    | {".html", ".htm", ".epub", ".xps", ".oxps", ".fb2", ".mobi", ".cbz"}
 )
 # What each ``--format`` writes in place of the input's extension. The searchable PDF is
 # ``NAME.searchable.pdf`` so that it never overwrites its input, and a folder walk leaves it

@@ -113,6 +113,11 @@ def test_a_formatted_cell_far_below_the_data_does_not_make_a_sheet_absurd():
     assert info.page_count == 4
 
 
+def test_a_web_page_of_more_than_80000_elements_is_refused_as_too_large():
+    with pytest.raises(DocumentTooLarge, match="80,000"):
+        inspect_document(b"<html><body>" + b"<p>x</p>" * 80_001 + b"</body></html>")
+
+
 def test_a_plain_zip_and_binary_junk_are_still_refused():
     with pytest.raises(UnsupportedDocument):
         inspect_document(documents.zip_archive())

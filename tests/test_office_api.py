@@ -31,7 +31,8 @@ def submit(client, data: bytes, name: str, **fields):
 def finished(client, data: bytes, name: str, **fields) -> tuple[dict, list[dict]]:
     response = submit(client, data, name, **fields)
     assert response.status_code == 202, response.content
-    job = wait_for_job(client, response.json()["id"])
+    # Each worker process imports docling on its first structured page: seconds on a busy host.
+    job = wait_for_job(client, response.json()["id"], timeout=300)
     pages = client.get(f"/v1/jobs/{job['id']}/result", HTTP_ACCEPT="application/json")
     return job, pages.json()["pages"]
 
