@@ -168,7 +168,7 @@ def _inspect_format(data: bytes, fmt: formats.Format) -> int:
                     doc.close()
             if page_count < 1:
                 raise NoPages(f"the {fmt.name} file has no pages that can be read")
-            return page_count
+            return int(page_count)
         return sum(units.unit_plan(data, fmt))
     except guards.ContainerRefused as exc:
         error = {"too_large": DocumentTooLarge, "unsafe": UnsafeDocument}.get(

@@ -17,7 +17,7 @@ from model.documents import (
     open_pdf,
 )
 from model.formats import ebooks
-from model.formats.types import format_of
+from model.formats.types import Format, format_of
 from model.pages import PageSelectionError
 
 logger = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ def open_page_image(
     return _image_frame(data, page_number, long_side)
 
 
-def _render_ebook_page(data: bytes, fmt, page_number: int, long_side: int) -> Image.Image:
+def _render_ebook_page(data: bytes, fmt: Format, page_number: int, long_side: int) -> Image.Image:
     with MUPDF_LOCK:
         try:
             doc = ebooks.open_ebook(data, fmt)

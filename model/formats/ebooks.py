@@ -51,7 +51,7 @@ def as_pdf(data: bytes, fmt: types.Format) -> bytes:
             return _cache[key]
     doc = open_ebook(data, fmt)
     try:
-        pdf = doc.convert_to_pdf()
+        pdf = bytes(doc.convert_to_pdf())
     finally:
         doc.close()
     with _lock:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import defusedxml.ElementTree as SafeET
@@ -144,7 +145,8 @@ def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Fo
     """No DTD: entity declarations are how XML bombs (billion laughs) and external entities
     (file and network reads) work, and no Office or OpenDocument part has a reason for one."""
     head = _read(archive, info, _PROLOG_WINDOW)
-    rest = head[_PROLOG.match(head).end() :]
+    prolog = _PROLOG.match(head)
+    rest = head[prolog.end() if prolog else 0 :]
     if rest[:9].upper() == b"<!DOCTYPE" or (not rest and len(head) == _PROLOG_WINDOW):
         raise ContainerRefused(
             f"the {fmt.name} file's part {info.filename!r} declares a DTD (entity "
@@ -276,7 +278,9 @@ def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
         ) from exc
 
 
-def chunks(archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, overlap: int = 512):
+def chunks(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, overlap: int = 512
+) -> Iterator[bytes]:
     """The entry's bytes in chunks, each starting with the last ``overlap`` bytes of the one
     before, so that a tag cut at a chunk edge is seen whole (and may be seen twice)."""
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 
 # About one printed page of prose (an A4 page of 11-point text holds 3,000-3,500 characters).
 PART_CHARS = 4000
@@ -57,7 +58,7 @@ def _blocks(markdown: str) -> list[str]:
     return blocks
 
 
-def _pieces(blocks: list[str], max_chars: int):
+def _pieces(blocks: list[str], max_chars: int) -> Iterator[str]:
     for block in blocks:
         if len(block) <= max_chars:
             yield block
@@ -76,7 +77,7 @@ def _is_table(block: str) -> bool:
     )
 
 
-def _table_pieces(block: str, max_chars: int):
+def _table_pieces(block: str, max_chars: int) -> Iterator[str]:
     """Row ranges of a long table, each with the table's header."""
     lines = block.split("\n")
     header, rows = lines[:2], lines[2:]
@@ -92,7 +93,7 @@ def _table_pieces(block: str, max_chars: int):
     yield "\n".join(piece)
 
 
-def _text_pieces(block: str, max_chars: int):
+def _text_pieces(block: str, max_chars: int) -> Iterator[str]:
     piece = ""
     for line in block.split("\n"):
         while len(line) > max_chars:

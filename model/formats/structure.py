@@ -15,6 +15,7 @@ import warnings
 import zipfile
 from collections import OrderedDict
 from io import BytesIO
+from typing import Any
 
 from model.formats import libreoffice, parts, types, units, webpage
 from model.formats.text import normalized_text
@@ -80,11 +81,11 @@ def _convert(data: bytes, fmt: types.Format) -> list[str]:
     return parts.split_exactly(_markdown(document), plan[0])
 
 
-def _markdown(document, page_no: int | None = None) -> str:
+def _markdown(document: Any, page_no: int | None = None) -> str:
     # Compact tables ("| - |" rules, no padding): what docling's references use, and fewer
     # tokens for the same cells.
-    return document.export_to_markdown(
-        page_no=page_no, image_placeholder="", compact_tables=True
+    return str(
+        document.export_to_markdown(page_no=page_no, image_placeholder="", compact_tables=True)
     ).strip()
 
 
@@ -121,7 +122,7 @@ def _without_macros(data: bytes, fmt: types.Format) -> bytes:
     return out.getvalue()
 
 
-def _docling_document(data: bytes, fmt: types.Format):
+def _docling_document(data: bytes, fmt: types.Format) -> Any:
     if fmt in _MACRO_MAIN_TYPES:
         data = _without_macros(data, fmt)
     input_format, backend = _backend(fmt)
@@ -138,7 +139,8 @@ def _docling_document(data: bytes, fmt: types.Format):
             )
             if not source.valid:
                 raise ConversionError(f"the {fmt.name} file cannot be read (it may be damaged)")
-            return source._backend.convert()
+            reader: Any = source._backend
+            return reader.convert()
         except ConversionError:
             raise
         except Exception as exc:
@@ -148,7 +150,7 @@ def _docling_document(data: bytes, fmt: types.Format):
             ) from exc
 
 
-def _backend(fmt: types.Format):
+def _backend(fmt: types.Format) -> tuple[Any, Any]:
     """docling's backend for a format, imported on first use (it is not light). Each backend's
     default options fetch nothing a document points to, remote or local
     (``enable_remote_fetch`` and ``enable_local_fetch`` are off; tests/test_formats.py holds

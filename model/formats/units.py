@@ -18,6 +18,8 @@ import math
 import re
 import struct
 import zipfile
+from collections.abc import Iterator
+from typing import Any
 
 import defusedxml.ElementTree as SafeET
 import olefile
@@ -98,11 +100,11 @@ def _sheet_rows(data: bytes) -> list[int]:
     return rows
 
 
-def _count(data: bytes, entry: str, pattern: re.Pattern) -> int:
+def _count(data: bytes, entry: str, pattern: re.Pattern[bytes]) -> int:
     return sum(len(pattern.findall(chunk)) for chunk in _entry_chunks(data, entry))
 
 
-def _entry_chunks(data: bytes, entry: str):
+def _entry_chunks(data: bytes, entry: str) -> Iterator[bytes]:
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         try:
             info = archive.getinfo(entry)
@@ -111,7 +113,7 @@ def _entry_chunks(data: bytes, entry: str):
         yield from guards.chunks(archive, info, overlap=0)
 
 
-def _ole_metadata(data: bytes):
+def _ole_metadata(data: bytes) -> Any:
     """The summary properties Word and PowerPoint write into every file (character count,
     slide count): read without parsing the document itself."""
     with olefile.OleFileIO(io.BytesIO(data)) as ole:
@@ -157,7 +159,7 @@ def _ppt_slides(data: bytes) -> int:
     return slides
 
 
-def _ppt_records(stream: bytes, start: int, end: int):
+def _ppt_records(stream: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     offset = start
     while offset + 8 <= end:
         version_instance, kind, length = struct.unpack_from("<HHI", stream, offset)
