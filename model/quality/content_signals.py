@@ -1,11 +1,13 @@
 """Signals that judge what the output says against what the page shows: words that are no
-words, formulas left as broken text, columns read across, characters that could not be read,
-and OCR lines read with little confidence. Each is a ``Signal`` (``model.quality.signals``)
-whose ``severity`` grows with how far the page is from passing.
+words, letter fragments, markup and tables of contents shown as content, formulas left as
+broken text, columns read across, Arabic read in visual order, characters that could not be
+read, and OCR lines read with little confidence. Each is a ``Signal``
+(``model.quality.review``) whose ``severity`` grows with how far the page is from passing.
 
-Costs, measured on the real-page set (bench/quality.py): plausibility 0.1-1 ms a page once a
-language's list is loaded; formula, order and unreadable under 1 ms; the text layer's lines
-come with the page facts (``get_text("dict")``, 2-10 ms a page).
+Costs: each is a pass over the output or the page's lines, under a millisecond a page; the
+word lists behind ``plausibility`` load once per process (``model.quality.plausibility``); the
+text layer's lines come with the page facts (``get_text("dict")``). ``quality.seconds`` in a
+page's report is the measured total (bench/review.py prints its mean).
 """
 
 from __future__ import annotations
