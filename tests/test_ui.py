@@ -174,7 +174,7 @@ def test_a_person_creates_a_key_uploads_a_two_page_pdf_and_reads_both_pages(
     assert page.locator("tr[data-key]").count() == 1
 
     page.get_by_role("link", name="New job").click()
-    page.get_by_label("Pages").fill("1-2")
+    page.get_by_label("Pages", exact=True).fill("1-2")
     page.locator("input[type=file]").set_input_files(
         files=[{"name": "harbour.pdf", "mimeType": "application/pdf",
                 "buffer": documents.born_digital_pdf()}]
@@ -231,7 +231,7 @@ def test_files_are_checked_before_sending_and_the_servers_reason_is_shown_after(
     page.on("request", lambda request: posts.append(request) if request.method == "POST" else None)
     page.locator("input[type=file]").set_input_files(
         files=[
-            {"name": "notes.txt", "mimeType": "text/plain", "buffer": b"just some notes"},
+            {"name": "song.mp3", "mimeType": "audio/mpeg", "buffer": b"ID3\x03\x00\x00\x00 sound"},
             {"name": "empty.pdf", "mimeType": "application/pdf", "buffer": b""},
         ]
     )
@@ -241,10 +241,10 @@ def test_files_are_checked_before_sending_and_the_servers_reason_is_shown_after(
     notes = page.locator(".file-list li").all_inner_texts()
     assert "not a document Folio reads" in notes[0] and "empty" in notes[1]
     assert posts == []
-    page.get_by_label("Pages").fill("two")
+    page.get_by_label("Pages", exact=True).fill("two")
     assert "numbers and ranges" in page.locator("[data-pages-error]").inner_text()
 
-    page.get_by_label("Pages").fill("3-1")
+    page.get_by_label("Pages", exact=True).fill("3-1")
     page.locator("input[type=file]").set_input_files(
         files=[
             {"name": "report.pdf", "mimeType": "application/pdf",
