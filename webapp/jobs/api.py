@@ -3,44 +3,38 @@ delete jobs."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from django.core.files.storage import default_storage
-from django.http import FileResponse, HttpResponse
-from django.utils.http import content_disposition_header
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from webapp.core.errors import ApiError, bad_parameter, conflict, unprocessable
+from webapp.core.errors import bad_parameter, conflict
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
 from webapp.core.schema import results_of
-from webapp.jobs import outputs, selectors, services
+from webapp.jobs import selectors, services
 from webapp.jobs.errors import submission_api_error
+from webapp.jobs.result_http import (
+    RESULT_RESPONSES,
+    ResultNegotiation,
+    job_result_response,
+    result_query,
+)
 from webapp.jobs.serializers import (
-    BlocksDocumentSerializer,
-    ChunksDocumentSerializer,
     JobCreateSerializer,
     JobDetailQuerySerializer,
     JobDetailSerializer,
     JobListQuerySerializer,
-    JobPagesResultSerializer,
     JobResultQuerySerializer,
     JobSerializer,
-    PageResultSerializer,
 )
 
 IDEMPOTENCY_KEY_MAX = 255
-
-
-def gone(message: str) -> ApiError:
-    return ApiError(message, http_status=410, name="GoneError", detail_code=41001)
 
 
 def idempotency_key_from(request) -> str | None:
@@ -159,45 +153,6 @@ class JobCancelView(APIView):
         return Response(JobSerializer(job, context={"request": request}).data)
 
 
-class ResultNegotiation(DefaultContentNegotiation):
-    """``format`` is the result's own parameter (blocks, chunks, pdf, ...), not DRF's
-    renderer override (``URL_FORMAT_OVERRIDE``, the only setting negotiation reads): the
-    renderer follows ``Accept`` alone."""
-
-    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
-
-
-# A finished job's result, in each form it is given in (the jobs API and the Reader's
-# anonymous poll links answer alike).
-RESULT_RESPONSES = {
-    (200, "text/markdown"): OpenApiResponse(
-        response=OpenApiTypes.STR,
-        description="the pages' Markdown, joined (with `page_markers`, each page "
-        "after its marker line)",
-    ),
-    (200, "application/json"): OpenApiResponse(
-        response=PolymorphicProxySerializer(
-            component_name="JobResultDocument",
-            serializers=[
-                JobPagesResultSerializer,
-                BlocksDocumentSerializer,
-                ChunksDocumentSerializer,
-            ],
-            resource_type_field_name=None,
-        ),
-        description="per page (`Accept: application/json` or `format=json`), the "
-        "layout blocks (`format=blocks`) or the chunks (`format=chunks`)",
-    ),
-    (200, "application/pdf"): OpenApiResponse(
-        response=OpenApiTypes.BINARY,
-        description="`format=pdf`: born-digital pages unchanged, scanned pages and "
-        "images with an invisible text layer placed word by word",
-    ),
-    409: OpenApiResponse(description="the job has not finished"),
-    410: OpenApiResponse(description="the results (or, for a PDF, the file) expired"),
-}
-
-
 class JobResultView(APIView):
     renderer_classes = [MarkdownRenderer, JSONRenderer, PdfRenderer]
     content_negotiation_class = ResultNegotiation
@@ -209,67 +164,6 @@ class JobResultView(APIView):
         return job_result_response(
             request, job, params=params, poll=request.build_absolute_uri(f"/v1/jobs/{job.id}")
         )
-
-
-def result_query(request) -> dict:
-    """The result's query parameters (``format``, ``max_tokens``, page markers), checked."""
-    query = JobResultQuerySerializer(data=request.query_params)
-    query.is_valid(raise_exception=True)
-    return query.validated_data
-
-
-def job_result_response(request, job, *, params: dict, poll: str) -> HttpResponse:
-    """A finished job's result in the form asked for (``format``, else ``Accept``): the
-    joined Markdown, each page as JSON, the layout blocks, the chunks or a searchable PDF;
-    ``409`` while it runs (saying where to ``poll``), ``410`` once expired. ``params`` come
-    from ``result_query``. Shared by the jobs API and the Reader's anonymous poll links."""
-    if job.is_expired:
-        raise gone(
-            f"the results of job {job.id} expired at {job.expired_at:%Y-%m-%d %H:%M} UTC "
-            "and were deleted (retention); submit the document again"
-        )
-    if not job.is_final:
-        raise conflict(
-            f"job {job.id} is {job.status} ({job.pages_done + job.pages_failed} of "
-            f"{job.pages_total} pages finished); poll {poll}"
-        )
-    by_accept = {"md": "markdown", "pdf": "pdf"}
-    kind = params.get("format") or by_accept.get(request.accepted_renderer.format, "json")
-    if kind == "blocks":
-        return Response(outputs.job_blocks(job=job))
-    if kind == "chunks":
-        return Response(outputs.job_chunks(job=job, max_tokens=params["max_tokens"]))
-    if kind == "pdf":
-        try:
-            body = outputs.job_searchable_pdf(job=job)
-        except outputs.OutputUnavailable as exc:
-            raise gone(str(exc)) from exc
-        except outputs.OutputNotDrawable as exc:
-            raise unprocessable(str(exc)) from exc
-        response = HttpResponse(body, content_type="application/pdf")
-        response["Content-Disposition"] = content_disposition_header(
-            as_attachment=True, filename=outputs.pdf_filename(job)
-        )
-        return response
-    if kind == "markdown":
-        marker = params.get("page_marker")
-        if marker or params["page_markers"]:
-            text = outputs.job_markdown_with_markers(
-                job=job, marker=marker or outputs.DEFAULT_PAGE_MARKER
-            )
-        else:
-            text = selectors.job_markdown(job=job)
-        # Asked for by name: Markdown, whatever the Accept header preferred.
-        return HttpResponse(text, content_type="text/markdown; charset=utf-8")
-    pages = PageResultSerializer(selectors.job_pages(job=job), many=True).data
-    return Response(
-        {
-            "id": str(job.id),
-            "status": job.status,
-            "pages": pages,
-            "usage": JobSerializer().get_usage(job),
-        }
-    )
 
 
 class JobFigureView(APIView):

@@ -23,13 +23,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from webapp.core.renderers import MarkdownRenderer, PdfRenderer
-from webapp.jobs.api import (
+from webapp.jobs.models import Job
+from webapp.jobs.result_http import (
     RESULT_RESPONSES,
     ResultNegotiation,
     job_result_response,
     result_query,
 )
-from webapp.jobs.models import Job
 from webapp.jobs.serializers import JobDetailSerializer, JobResultQuerySerializer
 
 _SALT = "folio.reader.poll"
