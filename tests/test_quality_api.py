@@ -77,6 +77,28 @@ def test_output_options_are_stored_on_the_job_and_part_of_the_cache_key(api):
 
 
 @without_worker
+def test_tables_default_to_auto_in_the_api_the_upload_form_and_the_engine(api):
+    # auto measured best (docs/QUALITY.md): pipe tables, HTML only where cells merge.
+    from model.engines.base import EngineOptions
+    from webapp.ui.forms import UploadForm
+
+    response = submit(api, documents.born_digital_pdf(), "a.pdf")
+    assert response.status_code == 202, response.content
+    assert response.json()["options"]["table_format"] == "auto"
+    form = UploadForm(engines=["local"], default_engine="local")
+    assert form["table_format"].initial == "auto"
+    assert EngineOptions().table_format == services.JobOptions().table_format == "auto"
+
+
+@without_worker
+def test_the_upload_form_offers_the_servers_table_format(settings):
+    from webapp.ui.forms import UploadForm
+
+    settings.FOLIO_TABLE_FORMAT = "html"
+    assert UploadForm(engines=["local"], default_engine="local")["table_format"].initial == "html"
+
+
+@without_worker
 def test_a_job_without_output_options_gets_the_server_defaults(api, settings):
     settings.FOLIO_HEADERS = "keep"
     settings.FOLIO_NORMALIZE = "whitespace"

@@ -153,9 +153,10 @@ FOLIO_REFUSE_UNSERVED_ENGINES = env_bool("FOLIO_REFUSE_UNSERVED_ENGINES", True)
 # left after it was queued); then its waiting pages fail with that reason.
 FOLIO_ENGINE_WAIT_LIMIT = env_int("FOLIO_ENGINE_WAIT_LIMIT", 900, minimum=1)
 # Output options a request may leave out (docs/QUALITY.md says why these defaults): tables
-# "markdown" | "html"; running heads and feet "keep" | "drop"; text normalisation "all",
-# "none" or any of "ligatures,hyphenation,whitespace". Checked at start-up (folio.E010).
-FOLIO_TABLE_FORMAT = env_str("FOLIO_TABLE_FORMAT", "markdown")
+# "auto" (pipe tables, HTML where cells merge) | "markdown" | "html"; running heads and feet
+# "keep" | "drop"; text normalisation "all", "none" or any of "ligatures,hyphenation,whitespace".
+# Checked at start-up (folio.E010).
+FOLIO_TABLE_FORMAT = env_str("FOLIO_TABLE_FORMAT", "auto")
 FOLIO_HEADERS = env_str("FOLIO_HEADERS", "drop")
 FOLIO_NORMALIZE = env_str("FOLIO_NORMALIZE", "none")
 # A page needs review when its review score (0-1, model.quality.review) reaches this; a request

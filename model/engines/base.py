@@ -34,7 +34,9 @@ class PageInput:
 
 @dataclass(frozen=True)
 class EngineOptions:
-    table_format: TableFormat = "markdown"
+    # "auto": pipe tables for simple grids, HTML where cells merge; the service's default,
+    # measured best (docs/QUALITY.md).
+    table_format: TableFormat = "auto"
     # Crop the page's figures out (engines that locate them) and link them from the Markdown.
     figures: bool = False
     headers: HeaderMode = "drop"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
 from webapp.jobs.models import Job
 from webapp.webhooks.models import Event
@@ -54,11 +55,10 @@ class UploadForm(forms.Form):
     table_format = forms.ChoiceField(
         label="Tables as",
         choices=[
+            ("auto", "Markdown, HTML where cells merge"),
             ("markdown", "Markdown tables"),
             ("html", "HTML tables"),
-            ("auto", "Markdown, HTML where cells merge"),
         ],
-        initial="markdown",
     )
     webhook_url = forms.URLField(
         label="Webhook URL (optional)",
@@ -73,6 +73,8 @@ class UploadForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["engine"].choices = [(name, name) for name in engines]
         self.fields["engine"].initial = default_engine
+        # The server's default (FOLIO_TABLE_FORMAT), what the API gives a request without one.
+        self.fields["table_format"].initial = settings.FOLIO_TABLE_FORMAT
 
 
 class JobFilterForm(forms.Form):

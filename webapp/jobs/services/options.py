@@ -42,7 +42,9 @@ class SubmissionError(ValueError):
 
 @dataclass(frozen=True)
 class JobOptions:
-    table_format: str = "markdown"
+    # A request's own, else FOLIO_TABLE_FORMAT (``parse``); this default only fills jobs built
+    # in code, and agrees with the server's.
+    table_format: str = "auto"
     # Stop the job once its pages have used this many tokens (input + output).
     token_budget: int | None = None
     # Store figure crops beside the result and link them (engines that locate figures).
