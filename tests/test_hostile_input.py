@@ -4,6 +4,8 @@ and the service answers its health check afterwards."""
 
 from __future__ import annotations
 
+import io
+import json
 import time
 import uuid
 from pathlib import Path
@@ -208,3 +210,86 @@ def test_a_truncated_pdf_reaches_a_final_state_and_each_failed_page_says_why(api
     assert job["status"] in ("succeeded", "partially_failed", "failed")
     assert all(page["error"] for page in job["pages"] if page["status"] == "failed")
     assert Page.objects.filter(job_id=job["id"], status__in=("queued", "running")).count() == 0
+
+
+class CountingStream(io.RawIOBase):
+    """A request body that counts what the server reads of it."""
+
+    def __init__(self, data: bytes):
+        self.data, self.position = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        chunk = self.data[self.position : self.position + len(buffer)]
+        buffer[: len(chunk)] = chunk
+        self.position += len(chunk)
+        return len(chunk)
+
+
+def wsgi_post(path: str, body: io.RawIOBase, *, length: int, content_type: str, key: str = ""):
+    """A POST through the test client's WSGI handler with an environ of our own: the test
+    client would set Content-Length from the body it holds, and here the header is the point."""
+    from django.test.client import ClientHandler
+
+    environ = {
+        "REQUEST_METHOD": "POST", "PATH_INFO": path, "SCRIPT_NAME": "", "QUERY_STRING": "",
+        "SERVER_NAME": "testserver", "SERVER_PORT": "80", "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": content_type, "CONTENT_LENGTH": str(length),
+        "HTTP_ACCEPT": "application/json", "wsgi.input": io.BufferedReader(body),
+        "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(), "wsgi.version": (1, 0),
+        "wsgi.multithread": False, "wsgi.multiprocess": False, "wsgi.run_once": False,
+    }  # fmt: skip
+    if key:
+        environ["HTTP_AUTHORIZATION"] = key
+    response = ClientHandler()(environ)
+    return response.status_code, response.content
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/", "/jobs/new/"])
+def test_an_upload_whose_length_is_over_the_limit_is_refused_before_its_body_is_read(api, path):
+    body = CountingStream(b"x" * 1000)
+    status, content = wsgi_post(
+        path,
+        body,
+        length=600 * 1024 * 1024,
+        content_type="multipart/form-data; boundary=x",
+        key=api._credentials["HTTP_AUTHORIZATION"],
+    )
+
+    assert status == 413, content
+    assert body.position == 0
+    assert f"{settings.FOLIO_MAX_UPLOAD_BYTES:,}".encode() in content
+    assert not Document.objects.exists()
+
+
+def test_a_file_part_over_the_limit_stops_the_upload_where_it_passes_the_limit(api):
+    """A body inside the header's bound may still carry a file over the limit: the parse
+    stops at the limit (and one chunk), it does not store the rest first."""
+    boundary = uuid.uuid4().hex
+    data = (
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.png"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + documents.png_page()
+        + b"\x00" * 800_000
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    body = CountingStream(data)
+
+    with override_settings(FOLIO_MAX_UPLOAD_BYTES=100_000):
+        status, content = wsgi_post(
+            "/v1/jobs",
+            body,
+            length=len(data),
+            content_type=f"multipart/form-data; boundary={boundary}",
+            key=api._credentials["HTTP_AUTHORIZATION"],
+        )
+
+    assert status == 413, content
+    assert json.loads(content)["status"] == 41302
+    assert b"100,000" in content
+    assert body.position < 100_000 + 2 * 64 * 1024  # the limit, and the parser's chunks
+    assert not Document.objects.exists()

@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: an oversized body is refused before anything reads it.
+    "webapp.core.upload_limits.RequestSizeLimitMiddleware",
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -124,6 +126,12 @@ FOLIO_MAX_UPLOAD_BYTES = env_int("FOLIO_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, mi
 FOLIO_MAX_PAGES = env_int("FOLIO_MAX_PAGES", 2000, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# A file part is stopped as soon as it passes FOLIO_MAX_UPLOAD_BYTES (webapp/core/upload_limits.py).
+FILE_UPLOAD_HANDLERS = [
+    "webapp.core.upload_limits.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # Fetching documents from URLs (Reader API, chat image_url) and delivering webhooks.
 # Host names and CIDR networks that may be reached although they are private.

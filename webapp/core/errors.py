@@ -17,6 +17,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from webapp.core.upload_limits import UploadTooLarge
+
 logger = logging.getLogger(__name__)
 
 
@@ -108,7 +110,9 @@ def api_exception_handler(exc, context):
         exc = exceptions.NotFound("Not found.")
     if isinstance(exc, OperationalError | InterfaceError):
         return _database_unavailable()
-    if isinstance(exc, RequestDataTooBig):
+    if isinstance(exc, UploadTooLarge):
+        exc = too_large(str(exc))
+    elif isinstance(exc, RequestDataTooBig):
         # Django's own refusal of a body over DATA_UPLOAD_MAX_MEMORY_SIZE would be an HTML 400.
         exc = too_large(
             "the request body is too large to read in memory; send big documents as a "
