@@ -5,12 +5,14 @@ deletes only their own jobs, keys, webhook endpoints and deliveries; another use
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from tests import documents
 from tests.conftest import client_for
 from tests.test_lifecycle import finish_page
-from webapp.accounts.models import ApiKey
+from webapp.accounts.models import AccountLimits, ApiKey
 from webapp.accounts.services import api_key_create, api_key_revoke
 from webapp.jobs import services as job_services
 from webapp.jobs.models import Job
@@ -118,3 +120,113 @@ def test_the_owner_reaches_every_one_of_her_objects(alice_things):
         if method == "get":
             response = alice.get(path.format(**alice_things))
             assert response.status_code == 200, (path, response.content)
+
+
+# --- anonymous clients ------------------------------------------------------------------------
+# Requests without a key share one inactive account, but each client (its address) has
+# quotas of its own, and only accepted work counts against them.
+
+ANON_LIMITS = override_settings(
+    FOLIO_READER_ANON_REQUESTS_PER_MINUTE=2, FOLIO_READER_ANON_PAGES_PER_DAY=100
+)
+
+
+def anonymous_read(data: bytes, *, address: str, **headers):
+    upload = SimpleUploadedFile("page.png", data)
+    return APIClient().post(
+        "/",
+        {"file": upload},
+        format="multipart",
+        HTTP_PREFER="respond-async",
+        HTTP_ACCEPT="application/json",
+        REMOTE_ADDR=address,
+        **headers,
+    )
+
+
+@ANON_LIMITS
+def test_a_spoofed_x_forwarded_for_does_not_escape_the_anonymous_limit():
+    answers = [
+        anonymous_read(documents.png_page(), address="203.0.113.7", HTTP_X_FORWARDED_FOR=spoof)
+        for spoof in ("198.51.100.1", "198.51.100.2", "198.51.100.3")
+    ]
+
+    assert [answer.status_code for answer in answers] == [202, 202, 429]
+    assert answers[2].json()["status"] == 42903
+    assert int(answers[2]["Retry-After"]) > 0
+
+
+@ANON_LIMITS
+@override_settings(FOLIO_TRUSTED_PROXIES=1)
+def test_behind_a_trusted_proxy_the_address_it_saw_is_the_client():
+    # The proxy (203.0.113.1) appends the address it was connected from; what the client
+    # wrote before it is ignored.
+    def via_proxy(client: str, spoof: str):
+        forwarded = f"{spoof}, {client}"
+        return anonymous_read(
+            documents.png_page(), address="203.0.113.1", HTTP_X_FORWARDED_FOR=forwarded
+        )
+
+    first = [via_proxy("198.51.100.7", spoof).status_code for spoof in ("1.1.1.1", "2.2.2.2")]
+    third = via_proxy("198.51.100.7", "3.3.3.3")
+    other_client = via_proxy("198.51.100.8", "1.1.1.1")
+
+    assert first == [202, 202]
+    assert third.status_code == 429
+    assert other_client.status_code == 202
+
+
+@ANON_LIMITS
+def test_one_anonymous_client_at_its_limit_leaves_the_others_theirs():
+    for _ in range(2):
+        assert anonymous_read(documents.png_page(), address="198.51.100.20").status_code == 202
+    assert anonymous_read(documents.png_page(), address="198.51.100.20").status_code == 429
+
+    assert anonymous_read(documents.png_page(), address="198.51.100.21").status_code == 202
+    # An IPv6 client is its /64: another address in it is the same client.
+    for _ in range(2):
+        assert anonymous_read(documents.png_page(), address="2001:db8:1:2::1").status_code == 202
+    assert anonymous_read(documents.png_page(), address="2001:db8:1:2::ffff").status_code == 429
+
+
+@ANON_LIMITS
+def test_refused_documents_do_not_spend_an_anonymous_clients_quota():
+    refused = [
+        anonymous_read(documents.corrupt_pdf(), address="198.51.100.30").status_code
+        for _ in range(5)
+    ]
+    accepted = [
+        anonymous_read(documents.png_page(), address="198.51.100.30").status_code for _ in range(3)
+    ]
+
+    assert refused == [422] * 5
+    assert accepted == [202, 202, 429]
+    assert Job.objects.count() == 2
+
+
+@override_settings(FOLIO_READER_ANON_REQUESTS_PER_MINUTE=0, FOLIO_READER_ANON_PAGES_PER_DAY=3)
+def test_the_anonymous_daily_page_quota_is_per_client():
+    three_pages = documents.born_digital_pdf()
+
+    first = anonymous_read(three_pages, address="198.51.100.40")
+    again = anonymous_read(three_pages, address="198.51.100.40")
+    other = anonymous_read(three_pages, address="198.51.100.41")
+
+    assert (first.status_code, again.status_code, other.status_code) == (202, 429, 202)
+    assert "daily page quota" in again.json()["message"]
+
+
+def test_refused_documents_do_not_spend_an_accounts_rate_limit(make_user):
+    alice = make_user("alice")
+    AccountLimits.objects.create(user=alice, requests_per_minute=2)
+    client = client_for(alice)
+
+    def submit(data: bytes):
+        upload = SimpleUploadedFile("p.png", data)
+        return client.post("/v1/jobs", {"file": upload}, format="multipart").status_code
+
+    refused = [submit(documents.corrupt_pdf()) for _ in range(4)]
+    accepted = [submit(documents.png_page()) for _ in range(3)]
+
+    assert refused == [422] * 4
+    assert accepted == [202, 202, 429]

@@ -142,9 +142,22 @@ FOLIO_FETCH_MAX_REDIRECTS = env_int("FOLIO_FETCH_MAX_REDIRECTS", 5, minimum=0)
 # --- Reader API and OpenAI-compatible endpoint ---------------------------------------------
 # Seconds a Reader request waits for its job when it sends no X-Timeout (at most 180).
 FOLIO_READER_TIMEOUT = env_int("FOLIO_READER_TIMEOUT", 120, minimum=1)
-# Anonymous Reader use: allowed by default, strictly rate-limited per client address.
+# Anonymous Reader use: allowed by default, with quotas of its own per client (an IPv4
+# address or an IPv6 /64); only accepted requests count (webapp/accounts/services.py).
 FOLIO_READER_REQUIRE_KEY = env_bool("FOLIO_READER_REQUIRE_KEY", False)
-FOLIO_READER_ANON_RATE = env_str("FOLIO_READER_ANON_RATE", "20/min")
+FOLIO_READER_ANON_REQUESTS_PER_MINUTE = env_int(
+    "FOLIO_READER_ANON_REQUESTS_PER_MINUTE", 20, minimum=0
+)
+FOLIO_READER_ANON_PAGES_PER_DAY = env_int("FOLIO_READER_ANON_PAGES_PER_DAY", 200, minimum=0)
+if env_str("FOLIO_READER_ANON_RATE"):
+    raise ConfigError(
+        "FOLIO_READER_ANON_RATE is no longer read: set FOLIO_READER_ANON_REQUESTS_PER_MINUTE "
+        "(and FOLIO_READER_ANON_PAGES_PER_DAY), counted per anonymous client"
+    )
+# How many proxies of this deployment stand in front of the web process, each appending to
+# X-Forwarded-For (webapp/core/clients.py). 0, the default: the header is ignored and the
+# connecting address is the client; a wrong count lets clients pick their own address.
+FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
 # How long the poll link of an anonymous Reader request's 202 works (a signed capability URL).
 FOLIO_READER_POLL_SECONDS = env_int("FOLIO_READER_POLL_SECONDS", 24 * 3600, minimum=1)
 # The model behind the `openai` engine (same variable as the engine reads).
@@ -210,6 +223,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # DRF's own client address (any throttle): believe X-Forwarded-For as far as configured.
+    "NUM_PROXIES": FOLIO_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Folio API",

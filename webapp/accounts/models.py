@@ -61,6 +61,9 @@ class UsageCounter(models.Model):
         PAGES_DAY = "pages_day"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    # Empty for an account; for the shared anonymous account, the anonymous client counted
+    # (its address or IPv6 /64): each anonymous client has quotas of its own.
+    client = models.CharField(max_length=64, blank=True, default="")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     window_start = models.DateTimeField()
     count = models.PositiveIntegerField(default=0)
@@ -68,7 +71,8 @@ class UsageCounter(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["user", "kind", "window_start"], name="one_counter_per_user_kind_window"
+                fields=["user", "client", "kind", "window_start"],
+                name="one_counter_per_user_client_kind_window",
             )
         ]
         indexes = [models.Index(fields=["window_start"])]

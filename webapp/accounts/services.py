@@ -86,6 +86,29 @@ def api_key_revoke_owned(*, user: User, key_id: int) -> bool:
 
 
 # --- quotas and rate limits -------------------------------------------------------------------
+#
+# Only accepted work counts: a submission is checked early without counting anything
+# (``*_check``) and counted inside the transaction that writes its job (``*_take``), so a
+# refused document never spends a request or a page.
+#
+# Requests without a key belong to one shared, inactive account (``anonymous_owner``), but
+# that account's quotas are counted per anonymous client (``client``: its address, see
+# webapp/core/clients.py), at the anonymous limits: one client cannot spend another's.
+
+ANONYMOUS_USERNAME = "anonymous-reader"
+
+
+def anonymous_owner() -> User:
+    """The owner of Reader jobs sent without a key: an inactive user that cannot log in or
+    hold a key, so its jobs are reachable only by the id that the request was answered with."""
+    user, _ = get_user_model().objects.get_or_create(
+        username=ANONYMOUS_USERNAME, defaults={"is_active": False}
+    )
+    return user
+
+
+def is_anonymous_owner(user: User) -> bool:
+    return user.username == ANONYMOUS_USERNAME and not user.is_active
 
 
 class QuotaExceeded(Exception):
@@ -105,6 +128,12 @@ class Limits:
 
 
 def limits_for(*, user: User) -> Limits:
+    if is_anonymous_owner(user):
+        # Per anonymous client (the account's own limits row, if any, is not used).
+        return Limits(
+            pages_per_day=settings.FOLIO_READER_ANON_PAGES_PER_DAY,
+            requests_per_minute=settings.FOLIO_READER_ANON_REQUESTS_PER_MINUTE,
+        )
     own = AccountLimits.objects.filter(user=user).first()
 
     def pick(value: int | None, default: int) -> int:
@@ -118,6 +147,10 @@ def limits_for(*, user: User) -> Limits:
     )
 
 
+def _who(user: User) -> str:
+    return "this client" if is_anonymous_owner(user) else "this account"
+
+
 def _window(kind: str, now: datetime) -> tuple[datetime, datetime]:
     if kind == UsageCounter.Kind.REQUESTS_MINUTE:
         start = now.replace(second=0, microsecond=0)
@@ -126,96 +159,128 @@ def _window(kind: str, now: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _take(*, user: User, kind: str, amount: int, limit: int, now: datetime) -> int | None:
-    """Add ``amount`` to the current window if it stays within ``limit``; otherwise answer the
-    seconds until the window ends. One conditional UPDATE: racing requests cannot both pass."""
-    start, end = _window(kind, now)
-    UsageCounter.objects.get_or_create(user=user, kind=kind, window_start=start)
-    taken = UsageCounter.objects.filter(
-        user=user, kind=kind, window_start=start, count__lte=limit - amount
-    ).update(count=F("count") + amount)
-    if taken:
-        return None
+def _seconds_until(end: datetime, now: datetime) -> int:
     return max(1, int((end - now).total_seconds() + 0.999))
 
 
-def request_rate_admit(*, user: User, now: datetime | None = None) -> None:
-    """Count one submission against the user's requests-per-minute limit, or refuse it."""
+def _used(*, user: User, client: str, kind: str, now: datetime) -> int:
+    start, _ = _window(kind, now)
+    return (
+        UsageCounter.objects.filter(user=user, client=client, kind=kind, window_start=start)
+        .values_list("count", flat=True)
+        .first()
+    ) or 0
+
+
+def _take(
+    *, user: User, client: str, kind: str, amount: int, limit: int, now: datetime
+) -> int | None:
+    """Add ``amount`` to the current window if it stays within ``limit``; otherwise answer the
+    seconds until the window ends. One conditional UPDATE: racing requests cannot both pass."""
+    start, end = _window(kind, now)
+    UsageCounter.objects.get_or_create(user=user, client=client, kind=kind, window_start=start)
+    taken = UsageCounter.objects.filter(
+        user=user, client=client, kind=kind, window_start=start, count__lte=limit - amount
+    ).update(count=F("count") + amount)
+    if taken:
+        return None
+    return _seconds_until(end, now)
+
+
+def _rate_refusal(*, user: User, client: str, limit: int, wait: int) -> QuotaExceeded:
+    return QuotaExceeded(
+        f"rate limit reached: at most {limit} requests per minute for {_who(user)}",
+        retry_after=wait,
+    )
+
+
+def request_rate_check(*, user: User, client: str = "", now: datetime | None = None) -> None:
+    """Refuse early, without counting, a submission ``request_rate_take`` would refuse now."""
     limit = limits_for(user=user).requests_per_minute
     if not limit:
         return
     now = now or timezone.now()
-    wait = _take(user=user, kind=UsageCounter.Kind.REQUESTS_MINUTE, amount=1, limit=limit, now=now)
+    kind = UsageCounter.Kind.REQUESTS_MINUTE
+    if _used(user=user, client=client, kind=kind, now=now) >= limit:
+        wait = _seconds_until(_window(kind, now)[1], now)
+        raise _rate_refusal(user=user, client=client, limit=limit, wait=wait)
+
+
+def request_rate_take(*, user: User, client: str = "", now: datetime | None = None) -> None:
+    """Count one submission against the requests-per-minute limit, or refuse it. Call it
+    inside the transaction that creates the job."""
+    limit = limits_for(user=user).requests_per_minute
+    if not limit:
+        return
+    now = now or timezone.now()
+    kind = UsageCounter.Kind.REQUESTS_MINUTE
+    wait = _take(user=user, client=client, kind=kind, amount=1, limit=limit, now=now)
     if wait is not None:
-        raise QuotaExceeded(
-            f"rate limit reached: at most {limit} requests per minute for this account",
-            retry_after=wait,
-        )
+        raise _rate_refusal(user=user, client=client, limit=limit, wait=wait)
 
 
-def page_quota_check(*, user: User, pages: int, now: datetime | None = None) -> None:
+# The name the rest of the code base knew it by.
+request_rate_admit = request_rate_take
+
+
+def page_quota_check(
+    *, user: User, pages: int, client: str = "", now: datetime | None = None
+) -> None:
     """Refuse early, without counting, what ``page_quota_take`` would refuse now (so that a
     refused upload is not even stored)."""
     limit = limits_for(user=user).pages_per_day
     if not limit:
         return
-    now = now or timezone.now()
-    start, end = _window(UsageCounter.Kind.PAGES_DAY, now)
-    used = (
-        UsageCounter.objects.filter(user=user, kind=UsageCounter.Kind.PAGES_DAY, window_start=start)
-        .values_list("count", flat=True)
-        .first()
-    ) or 0
     if pages > limit:
-        _refuse_whole_day(pages=pages, limit=limit)
+        _refuse_whole_day(user=user, client=client, pages=pages, limit=limit)
+    now = now or timezone.now()
+    kind = UsageCounter.Kind.PAGES_DAY
+    used = _used(user=user, client=client, kind=kind, now=now)
     if used + pages > limit:
-        raise QuotaExceeded(
-            f"daily page quota reached: {used} of {limit} pages used today (UTC) and this job "
-            f"has {pages}",
-            retry_after=max(1, int((end - now).total_seconds() + 0.999)),
+        raise _day_refusal(
+            used=used, limit=limit, pages=pages, wait=_seconds_until(_window(kind, now)[1], now)
         )
 
 
-def _refuse_whole_day(*, pages: int, limit: int) -> None:
+def _day_refusal(*, used: int, limit: int, pages: int, wait: int) -> QuotaExceeded:
+    return QuotaExceeded(
+        f"daily page quota reached: {used} of {limit} pages used today (UTC) and this job "
+        f"has {pages}",
+        retry_after=wait,
+    )
+
+
+def _refuse_whole_day(*, user: User, client: str, pages: int, limit: int) -> None:
     raise QuotaExceeded(
-        f"this job has {pages} pages and this account may submit {limit} pages per day; "
-        "select fewer pages (`pages`)",
+        f"this job has {pages} pages and {_who(user)} may submit {limit} pages per "
+        "day; select fewer pages (`pages`)",
         retry_after=None,
     )
 
 
-def page_quota_take(*, user: User, pages: int, now: datetime | None = None) -> None:
+def page_quota_take(
+    *, user: User, pages: int, client: str = "", now: datetime | None = None
+) -> None:
     """Count ``pages`` against today's (UTC) page quota, or refuse them. Call it inside the
     transaction that creates the job, so a submission that fails later gives them back."""
     limit = limits_for(user=user).pages_per_day
     if not limit:
         return
     if pages > limit:
-        _refuse_whole_day(pages=pages, limit=limit)
+        _refuse_whole_day(user=user, client=client, pages=pages, limit=limit)
     now = now or timezone.now()
-    wait = _take(user=user, kind=UsageCounter.Kind.PAGES_DAY, amount=pages, limit=limit, now=now)
+    kind = UsageCounter.Kind.PAGES_DAY
+    wait = _take(user=user, client=client, kind=kind, amount=pages, limit=limit, now=now)
     if wait is not None:
-        used = (
-            UsageCounter.objects.filter(
-                user=user,
-                kind=UsageCounter.Kind.PAGES_DAY,
-                window_start=_window(UsageCounter.Kind.PAGES_DAY, now)[0],
-            )
-            .values_list("count", flat=True)
-            .first()
-        )
-        raise QuotaExceeded(
-            f"daily page quota reached: {used} of {limit} pages used today (UTC) and this job "
-            f"has {pages}",
-            retry_after=wait,
-        )
+        used = _used(user=user, client=client, kind=kind, now=now)
+        raise _day_refusal(used=used, limit=limit, pages=pages, wait=wait)
 
 
-def quota_check(*, user: User, pages: int, now: datetime | None = None) -> None:
+def quota_check(*, user: User, pages: int, client: str = "", now: datetime | None = None) -> None:
     """Both limits for a submission that does not go through ``job_submit`` (which applies
     them itself): counts one request and ``pages`` pages, or raises ``QuotaExceeded``."""
-    request_rate_admit(user=user, now=now)
-    page_quota_take(user=user, pages=pages, now=now)
+    request_rate_take(user=user, client=client, now=now)
+    page_quota_take(user=user, client=client, pages=pages, now=now)
 
 
 def usage_counters_prune(*, now: datetime | None = None) -> int:

@@ -1,14 +1,9 @@
+"""Anonymous Reader requests: the shared account they belong to (webapp/accounts) and the
+client whose quotas they spend (webapp/core/clients.py)."""
+
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
+from webapp.accounts.services import ANONYMOUS_USERNAME, anonymous_owner
+from webapp.core.clients import client_identity
 
-ANONYMOUS_USERNAME = "anonymous-reader"
-
-
-def anonymous_owner():
-    """The owner of Reader jobs sent without a key: an inactive user that cannot log in or
-    hold a key, so its jobs are reachable only by the id that the request was answered with."""
-    user, _ = get_user_model().objects.get_or_create(
-        username=ANONYMOUS_USERNAME, defaults={"is_active": False}
-    )
-    return user
+__all__ = ["ANONYMOUS_USERNAME", "anonymous_owner", "client_identity"]

@@ -14,18 +14,18 @@ from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
+from webapp.accounts.authentication import ApiKeyAuthentication
 from webapp.core.errors import bad_parameter
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
 from webapp.jobs.errors import submission_api_error
 from webapp.jobs.waiting import job_wait
-from webapp.reader.anonymous import anonymous_owner
+from webapp.reader.anonymous import anonymous_owner, client_identity
 from webapp.reader.engines import engine_for_model
 from webapp.reader.options import RESPOND_WITH, reader_options
 from webapp.reader.polling import poll_url as capability_poll_url
 from webapp.reader.responses import accepted_response, event_stream, finished_response
 from webapp.reader.sources import document_source
-from webapp.reader.throttles import AnonymousReaderThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,9 @@ READER_RESPONSES = {
 class _ReaderBase(APIView):
     parser_classes = [JSONParser, FormParser, MultiPartParser]
     renderer_classes = [AnyMediaJSONRenderer]
-    throttle_classes = [AnonymousReaderThrottle]
+    # Anonymous requests are limited per client by the quotas job_submit counts (only
+    # accepted work counts), not by a throttle that would count refusals too.
+    throttle_classes: list = []
 
     def get_permissions(self):
         return [IsAuthenticated() if settings.FOLIO_READER_REQUIRE_KEY else AllowAny()]
@@ -78,6 +80,7 @@ class _ReaderBase(APIView):
                 cache=services.CachePolicy(
                     use=not options.no_cache, max_age=options.cache_tolerance
                 ),
+                client=client_identity(request) if anonymous else "",
             )
         except services.SubmissionError as exc:
             raise submission_api_error(exc) from exc
@@ -162,7 +165,12 @@ class ReaderView(_ReaderBase):
 
 
 class ReaderTargetView(_ReaderBase):
-    """``GET /<url>``: the document's URL is the path."""
+    """``GET /<url>``: the document's URL is the path.
+
+    Only a key makes it a user's request: any site can make a browser follow a link, and a
+    session cookie sent along with it must not spend the logged-in user's quota."""
+
+    authentication_classes = [ApiKeyAuthentication]
 
     @extend_schema(
         operation_id="reader_read_url", parameters=READER_HEADERS, responses=READER_RESPONSES

@@ -58,6 +58,8 @@ class Submission:
     webhook_url: str
     idempotency_key: str
     fingerprint: str
+    # The anonymous client whose quotas this spends (empty for an account's own request).
+    client: str = ""
 
 
 def job_submit(
@@ -71,6 +73,7 @@ def job_submit(
     cache: CachePolicy | None = None,
     idempotency_key: str | None = None,
     webhook_url: str | None = None,
+    client: str = "",
 ) -> Job:
     """Validate everything first, then write the document, job and pages in one transaction
     and enqueue the pages once it has committed: a refused submission leaves nothing behind.
@@ -79,8 +82,10 @@ def job_submit(
 
     With an ``idempotency_key``, the owner's earlier job with that key is answered again
     (marked ``job.idempotent_replay = True``) if the request is the same, and a different
-    request with it is refused. Every other submission counts against the owner's rate limit
-    and daily page quota (``SubmissionError`` of kind ``rate_limited``, nothing written)."""
+    request with it is refused. Every other submission that is accepted counts against the
+    owner's rate limit and daily page quota (``SubmissionError`` of kind ``rate_limited``,
+    nothing written); a refused one counts nothing. ``client`` names the anonymous client of a
+    request made for the shared anonymous account, whose quotas are counted per client."""
     engine = _validated_engine(engine)
     upload_size_check(size=len(data))
     options = options or JobOptions.parse()
@@ -100,8 +105,9 @@ def job_submit(
         if replay is not None:
             return replay
     _engine_served_check(engine)
-    # A replay is free; everything else counts, before the costly checks of the document.
-    _quota(account_services.request_rate_admit, user=owner)
+    # A replay is free. A client already at its rate limit is refused before the costly
+    # checks of the document; the request is counted only once its job is written.
+    _quota(account_services.request_rate_check, user=owner, client=client)
     submission = submission_validate(
         owner=owner,
         data=data,
@@ -112,6 +118,7 @@ def job_submit(
         webhook_url=webhook_url,
         idempotency_key=idempotency_key,
         fingerprint=fingerprint,
+        client=client,
     )
     return job_create(submission=submission, cache=cache or CachePolicy())
 
@@ -127,6 +134,7 @@ def submission_validate(
     webhook_url: str = "",
     idempotency_key: str = "",
     fingerprint: str = "",
+    client: str = "",
 ) -> Submission:
     """Check a request's webhook URL, document, pages, page quota and token budget; raise
     ``SubmissionError`` on the first that fails. Reads only: nothing is written."""
@@ -146,7 +154,7 @@ def submission_validate(
             f"{settings.FOLIO_MAX_PAGES} pages per job (use `pages` to pick a range)",
             kind=Refusal.TOO_LARGE,
         )
-    _quota(account_services.page_quota_check, user=owner, pages=len(page_numbers))
+    _quota(account_services.page_quota_check, user=owner, client=client, pages=len(page_numbers))
     _token_budget_check(engine=engine, options=options, pages=len(page_numbers))
     return Submission(
         owner=owner,
@@ -161,6 +169,7 @@ def submission_validate(
         webhook_url=webhook_url,
         idempotency_key=idempotency_key,
         fingerprint=fingerprint,
+        client=client,
     )
 
 
@@ -210,7 +219,14 @@ def _job_write(
 ) -> tuple[Job, Document, list[Page]]:
     owner, engine = submission.owner, submission.engine
     with transaction.atomic():
-        _quota(account_services.page_quota_take, user=owner, pages=len(submission.page_numbers))
+        client = submission.client
+        _quota(account_services.request_rate_take, user=owner, client=client)
+        _quota(
+            account_services.page_quota_take,
+            user=owner,
+            client=client,
+            pages=len(submission.page_numbers),
+        )
         if submission.webhook_url:
             webhook_services.endpoint_for_job_url(owner=owner, url=submission.webhook_url)
         document, _ = Document.objects.get_or_create(
