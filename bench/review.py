@@ -1,7 +1,7 @@
 """How far a reviewer can trust ``needs_review``: the flag as a classifier on real pages.
 
     python bench/review.py [--engine local] [--suite real --suite real-scans ...] \
-        [--threshold 0.5] [--json FILE]
+        [--threshold 0.5] [--json FILE] [--pages] [--record DIR | --replay DIR]
 
 Method. Each suite's pages are transcribed once by the engine, through the same pipeline as
 the service (``model.pipeline``: normalisation, then the quality report with its review
@@ -17,6 +17,11 @@ visibly). The suites:
 - ``worn``: the same pages degraded harder (low resolution, blur, noise, heavy JPEG), the way
   old print and poor photocopies come in;
 - ``generated``: the generated corpus (model.quality.corpus), for the record.
+
+Only the tested pages are read. ``--record DIR`` keeps each page's reading (and the scans)
+in DIR; ``--replay DIR`` judges those readings again with the current signals without reading
+a page (``model.quality.recorded``): the way to compare signal changes on one reading, in
+seconds. ``--pages`` lists every page with its verdict, score, reasons and failing tests.
 
 The signals' cost is the mean of the quality report's own timing (``quality.seconds``).
 """
@@ -37,6 +42,7 @@ from model.engines.registry import load_engine  # noqa: E402
 from model.quality import corpus, realpages  # noqa: E402
 from model.quality.checks import load_tests  # noqa: E402
 from model.quality.harness import Report, evaluate  # noqa: E402
+from model.quality.recorded import RecordingEngine, ReplayEngine  # noqa: E402
 from model.quality.review import DEFAULT_THRESHOLD  # noqa: E402
 from model.quality.review_eval import Confusion, evaluate_flag, rate  # noqa: E402
 
@@ -46,12 +52,14 @@ SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 def run_suite(name: str, engine, options: EngineOptions, tmp: Path) -> Report:  # noqa: ANN001
     if name == "real":
-        return realpages.evaluate_real(engine, options).report
+        return realpages.evaluate_real(engine, options, tested_only=True).report
     if name == "real-scans":
-        return realpages.evaluate_real(engine, options, scans_dir=tmp / "scans").report
+        return realpages.evaluate_real(
+            engine, options, scans_dir=tmp / "scans", tested_only=True
+        ).report
     if name == "worn":
         return realpages.evaluate_real(
-            engine, options, scans_dir=tmp / "worn", degradation=realpages.WORN
+            engine, options, scans_dir=tmp / "worn", degradation=realpages.WORN, tested_only=True
         ).report
     corpus.build(tmp / "generated")
     return evaluate(engine, options, tmp / "generated", load_tests(tmp / "generated/tests.jsonl"))
@@ -66,20 +74,61 @@ def _line(label: str, c: Confusion) -> str:
     )
 
 
+_ENGINES: dict[str, object] = {}
+
+
+def suite_engine(args: argparse.Namespace, folder: Path):  # noqa: ANN201
+    """The engine for one suite: the real one (loaded once), recording into ``folder``, or a
+    replay of what was recorded there."""
+    if args.replay:
+        engine = ReplayEngine(folder / "readings")
+        engine.load()
+        return engine
+    if args.engine not in _ENGINES:
+        _ENGINES[args.engine] = load_engine(args.engine)
+        _ENGINES[args.engine].load()  # type: ignore[attr-defined]
+    real = _ENGINES[args.engine]
+    return RecordingEngine(real, folder / "readings") if args.record else real  # type: ignore[arg-type]
+
+
+def print_pages(report: Report, threshold: float) -> None:
+    """Every page: should it be flagged, was it, its score, its reasons, its failing tests."""
+    failing: dict[tuple[str, int], list[str]] = {}
+    for outcome in report.outcomes:
+        if not outcome.passed:
+            failing.setdefault((outcome.test.pdf, outcome.test.page), []).append(outcome.test.id)
+    print(
+        "\n| page | should | flagged | score | reasons | failing tests |\n|---|---|---|---|---|---|"
+    )
+    for key, run in sorted(report.pages.items()):
+        score = float(run.quality.get("score", 0.0))
+        flagged = score > 0 and score >= threshold
+        reasons = "; ".join(run.quality.get("reasons", []))[:160]
+        tests = ", ".join(failing.get(key, []))[:120]
+        print(
+            f"| {key[0]}#{key[1]} | {'yes' if key in failing else 'no'} "
+            f"| {'yes' if flagged else 'no'} | {score:.2f} | {reasons} | {tests} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="local")
     parser.add_argument("--suite", action="append", choices=SUITES)
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--pages", action="store_true", help="list every page's verdict")
+    kept = parser.add_mutually_exclusive_group()
+    kept.add_argument("--record", type=Path, help="keep each page's reading in this folder")
+    kept.add_argument("--replay", type=Path, help="judge the readings kept in this folder")
     args = parser.parse_args(argv)
-    engine = load_engine(args.engine)
-    engine.load()
     results: dict[str, dict] = {}
     all_flags = Confusion()
     with tempfile.TemporaryDirectory() as tmp:
+        work = args.record or args.replay or Path(tmp)
         for suite in args.suite or SUITES:
-            report = run_suite(suite, engine, EngineOptions(), Path(tmp))
+            engine = suite_engine(args, work / suite)
+            report = run_suite(suite, engine, EngineOptions(), work)
             review = evaluate_flag(report, args.threshold)
             sweep = {t: evaluate_flag(report, t).flag for t in SWEEP}
             costs = [r.quality.get("seconds", 0.0) for r in report.pages.values()]
@@ -99,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             for threshold, confusion in sweep.items():
                 print(_line(str(threshold), confusion))
             print(f"\nmissed: {', '.join(review.flag.missed_pages) or 'none'}")
+            if args.pages:
+                print_pages(report, args.threshold)
             print(f"signals: {results[suite]['signal_ms_per_page']:.1f} ms a page")
     print("\n### all suites\n\n| | recall | false flags |\n|---|---|---|")
     print(_line("**flag**", all_flags))

@@ -230,11 +230,14 @@ def evaluate_real(
     tests: list[PageTest] | None = None,
     scans_dir: Path | None = None,
     degradation: Degradation = SCAN,
+    tested_only: bool = False,
 ) -> RealReport:
     """The real-page set (or, with ``scans_dir``, its scans degraded as ``degradation`` says,
-    built there if missing)."""
+    built there if missing). ``tested_only`` reads only the pages with tests (the similarity
+    then compares the referenced documents' untested pages as empty: use it where only the
+    tests count, as the review bench does)."""
     tests = load_real_tests() if tests is None else tests
-    pages = pages_to_run(tests, root)
+    pages = sorted({(t.pdf, t.page) for t in tests}) if tested_only else pages_to_run(tests, root)
     if scans_dir is None:
         runs = transcribe_pages(engine, options, root, pages)
         return RealReport(score_runs(runs, tests), document_similarity(runs, root, scanned=False))

@@ -95,3 +95,87 @@ def evaluate_flag(report: Report, threshold: float = DEFAULT_THRESHOLD) -> Revie
 
 def rate(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f} %"
+
+
+# --- choosing a signal's threshold without judging it on the pages it was chosen on -------------
+
+
+@dataclass(frozen=True)
+class PageVerdict:
+    """One page as the flag's evaluation sees it: its document (a scan belongs to the document
+    it was made from), whether a test failed on it, and its signals as reported."""
+
+    document: str
+    page: str
+    should_flag: bool
+    signals: dict[str, dict[str, Any]]
+
+
+def page_verdicts(report: Report, document: Any = None) -> list[PageVerdict]:
+    """The tested pages of a report (refused pages left out, as in ``evaluate_flag``);
+    ``document`` maps a page's PDF to its document (the PDF's own name by default)."""
+    should = failing_pages(report)
+    found = []
+    for key in sorted({(o.test.pdf, o.test.page) for o in report.outcomes}):
+        run = report.pages.get(key)
+        if run is None or run.error:
+            continue
+        name = document(key[0]) if document else key[0]
+        signals = run.quality.get("signals", {})
+        found.append(PageVerdict(name, f"{key[0]}#{key[1]}", key in should, signals))
+    return found
+
+
+def flag_with(page: PageVerdict, signal: str, fires: Any) -> bool:
+    """The page's flag at the default threshold (any failing signal flags it) with ``signal``
+    judged by ``fires(value)`` instead of its own threshold."""
+    for name, values in page.signals.items():
+        if name == signal:
+            value = values.get("value")
+            if value is not None and fires(value):
+                return True
+        elif not values.get("ok", True):
+            return True
+    return False
+
+
+def confusion_with(pages: list[PageVerdict], signal: str, fires: Any) -> Confusion:
+    confusion = Confusion()
+    for page in pages:
+        confusion.add(page.should_flag, flag_with(page, signal, fires), page.page)
+    return confusion
+
+
+def _youden(c: Confusion) -> float:
+    return (c.recall or 0.0) - (c.false_flag_rate or 0.0)
+
+
+def best_threshold(
+    pages: list[PageVerdict], signal: str, candidates: list[float], fires: Any
+) -> float:
+    """The candidate whose flag has the highest recall minus false-flag rate on ``pages``;
+    ties go to the candidate with fewer false flags, then to the one listed first."""
+    scored = []
+    for index, threshold in enumerate(candidates):
+        c = confusion_with(pages, signal, lambda value, t=threshold: fires(value, t))
+        scored.append((-_youden(c), c.false_flags, index, threshold))
+    return min(scored)[3]
+
+
+def leave_one_document_out(
+    pages: list[PageVerdict], signal: str, candidates: list[float], fires: Any
+) -> tuple[Confusion, dict[str, float]]:
+    """Each document's pages judged at the threshold chosen on all the other documents: what
+    the threshold would do on documents it was not tuned on. ``fires(value, threshold)`` says
+    whether the signal fails. Returns the pooled confusion and each document's threshold."""
+    pooled = Confusion()
+    chosen: dict[str, float] = {}
+    for document in sorted({p.document for p in pages}):
+        held_out = [p for p in pages if p.document == document]
+        rest = [p for p in pages if p.document != document]
+        threshold = best_threshold(rest, signal, candidates, fires)
+        chosen[document] = threshold
+        for page in held_out:
+            flagged = flag_with(page, signal, lambda value, t=threshold: fires(value, t))
+            pooled.add(page.should_flag, flagged, page.page)
+    return pooled, chosen
