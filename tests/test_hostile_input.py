@@ -15,8 +15,9 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
-from tests import documents, hostile, office
+from tests import documents, hostile, hostile_servers, office
 from tests.conftest import wait_for_job
+from webapp.core.fetch import FetchError, fetch_document
 from webapp.jobs.models import Document, Job, Page
 
 pytestmark = pytest.mark.django_db
@@ -293,3 +294,52 @@ def test_a_file_part_over_the_limit_stops_the_upload_where_it_passes_the_limit(a
     assert b"100,000" in content
     assert body.position < 100_000 + 2 * 64 * 1024  # the limit, and the parser's chunks
     assert not Document.objects.exists()
+
+
+@override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"], FOLIO_FETCH_TIMEOUT=2)
+def test_a_url_whose_server_trickles_its_headers_is_given_up_at_the_fetch_deadline():
+    """Each header line comes within the per-read timeout; only a total deadline ends it."""
+    with hostile_servers.hostile_server("trickle") as server:
+        started = time.monotonic()
+        with pytest.raises(FetchError, match="within 2 s"):
+            fetch_document(server.url)
+        elapsed = time.monotonic() - started
+
+    assert elapsed < 4
+
+
+@pytest.mark.parametrize("behaviour", ["trickle", "huge"])
+@override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"], FOLIO_WEBHOOK_TIMEOUT=2)
+def test_a_webhook_receiver_can_neither_hold_a_delivery_nor_make_it_read_a_huge_answer(
+    make_user, behaviour
+):
+    from webapp.jobs import services as job_services
+    from webapp.webhooks import services as webhook_services
+    from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+    owner = make_user()
+    job = job_services.job_submit(owner=owner, data=documents.png_page(), filename="p.png")
+    job_services.job_cancel(job=job)
+    with hostile_servers.hostile_server(behaviour) as server:
+        endpoint = WebhookEndpoint.objects.create(
+            owner=owner,
+            url=server.url,
+            events=["job.cancelled"],
+            secret=webhook_services.secret_generate(),
+        )
+        webhook_services.job_event_record(job_id=job.pk)
+        delivery = WebhookDelivery.objects.get(endpoint=endpoint)
+        started = time.monotonic()
+        outcome = webhook_services.delivery_attempt(delivery_id=delivery.pk)
+        elapsed = time.monotonic() - started
+        sent = server.sent
+
+    attempt = delivery.attempt_log.get()
+    assert elapsed < 4, outcome
+    if behaviour == "trickle":
+        assert outcome.startswith("retry"), outcome
+    else:
+        assert outcome == "delivered", outcome
+        # What the server pushed before the hang-up is the socket buffers, not the answer.
+        assert sent < 32 * 1024 * 1024, sent
+        assert attempt.response_excerpt == "0" * 500

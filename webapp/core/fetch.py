@@ -38,7 +38,11 @@ def address_policy() -> AddressPolicy:
 def fetch_document(url: str) -> FetchedDocument:
     _check_url(url)
     deadline = time.monotonic() + settings.FOLIO_FETCH_TIMEOUT
-    with guarded_client(policy=address_policy(), timeout=settings.FOLIO_FETCH_TIMEOUT) as client:
+    # One deadline for the whole fetch, redirects included, enforced on every socket wait:
+    # the timeout alone applies per read, and a server trickling bytes would never trip it.
+    with guarded_client(
+        policy=address_policy(), timeout=settings.FOLIO_FETCH_TIMEOUT, deadline=deadline
+    ) as client:
         for _ in range(settings.FOLIO_FETCH_MAX_REDIRECTS + 1):
             try:
                 with client.stream(
@@ -62,7 +66,8 @@ def fetch_document(url: str) -> FetchedDocument:
                 raise FetchBlocked(str(exc)) from exc
             except httpx.TimeoutException as exc:
                 raise FetchError(
-                    f"{url} did not answer within {settings.FOLIO_FETCH_TIMEOUT} s"
+                    f"{url} was not fetched within {settings.FOLIO_FETCH_TIMEOUT} s, the limit "
+                    "for the whole download"
                 ) from exc
             except httpx.HTTPError as exc:
                 raise FetchError(f"{url} could not be fetched: {exc}") from exc

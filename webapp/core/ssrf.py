@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import httpcore
 import httpx
 
+from webapp.core.deadline import DeadlineStream, within
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -77,8 +79,9 @@ def resolve(host: str, port: int) -> list[IPAddress]:
 class GuardedBackend(httpcore.SyncBackend):
     """httpcore's socket layer, but every connection goes to a checked address."""
 
-    def __init__(self, policy: AddressPolicy):
+    def __init__(self, policy: AddressPolicy, deadline: float | None = None):
         self.policy = policy
+        self.deadline = deadline  # time.monotonic() by which the whole exchange ends
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         addresses = resolve(host, port)
@@ -89,22 +92,31 @@ class GuardedBackend(httpcore.SyncBackend):
         error: Exception | None = None
         for address in addresses:
             try:
-                return super().connect_tcp(
-                    str(address), port, timeout, local_address, socket_options
+                stream = super().connect_tcp(
+                    str(address),
+                    port,
+                    within(self.deadline, timeout, httpcore.ConnectTimeout),
+                    local_address,
+                    socket_options,
                 )
+                return DeadlineStream(stream, self.deadline) if self.deadline else stream
             except httpcore.ConnectError as exc:
                 error = exc
         raise error or httpcore.ConnectError(f"no address for {host}")
 
 
-def guarded_client(*, policy: AddressPolicy, timeout: float, **kwargs) -> httpx.Client:
+def guarded_client(
+    *, policy: AddressPolicy, timeout: float, deadline: float | None = None, **kwargs
+) -> httpx.Client:
     """An httpx client whose every connection is checked by ``policy``. Redirects are left to
-    the caller (``follow_redirects=False``), who must also bound them."""
+    the caller (``follow_redirects=False``), who must also bound them. With ``deadline``
+    (``time.monotonic()``), every socket wait of every request ends by then
+    (``webapp.core.deadline``): one budget for the whole exchange, not per read."""
     transport = httpx.HTTPTransport(retries=0)
     # httpx has no public hook for the socket layer; its pool takes one. (Pinned httpx; the
     # tests prove a private address is refused, so a change here cannot pass unnoticed.)
     transport._pool = httpcore.ConnectionPool(
-        ssl_context=httpx.create_ssl_context(), network_backend=GuardedBackend(policy)
+        ssl_context=httpx.create_ssl_context(), network_backend=GuardedBackend(policy, deadline)
     )
     return httpx.Client(
         transport=transport, timeout=timeout, follow_redirects=False, trust_env=False, **kwargs

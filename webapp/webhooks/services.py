@@ -436,11 +436,24 @@ def delivery_attempt(*, delivery_id: uuid.UUID | str, now: datetime | None = Non
 
 
 def _post(*, url: str, body: str, headers: dict[str, str]) -> Outcome:
+    # One deadline for the whole delivery (connect, send, the answer's head and excerpt),
+    # and only the excerpt of the answer is read: a receiver can neither hold a worker by
+    # trickling bytes nor fill its memory with a huge answer.
+    deadline = time.monotonic() + settings.FOLIO_WEBHOOK_TIMEOUT
     try:
-        with guarded_client(
-            policy=address_policy(), timeout=settings.FOLIO_WEBHOOK_TIMEOUT
-        ) as client:
-            response = client.post(url, content=body.encode(), headers=headers)
+        with (
+            guarded_client(
+                policy=address_policy(), timeout=settings.FOLIO_WEBHOOK_TIMEOUT, deadline=deadline
+            ) as client,
+            client.stream(
+                "POST",
+                url,
+                content=body.encode(),
+                # Plain bytes, so the excerpt is text and no decompression can multiply it.
+                headers={**headers, "Accept-Encoding": "identity"},
+            ) as response,
+        ):
+            excerpt = _excerpt(response)
     except BlockedAddress as exc:
         return Outcome(status_code=None, error=str(exc), retry=False)
     except httpx.TimeoutException:
@@ -452,7 +465,6 @@ def _post(*, url: str, body: str, headers: dict[str, str]) -> Outcome:
     except httpx.HTTPError as exc:
         return Outcome(status_code=None, error=f"{type(exc).__name__}: {exc}", retry=True)
     code = response.status_code
-    excerpt = response.text[:500]
     if 200 <= code < 300:
         return Outcome(status_code=code, error="", retry=False, excerpt=excerpt)
     if code == 410:
@@ -471,6 +483,20 @@ def _post(*, url: str, body: str, headers: dict[str, str]) -> Outcome:
         retry=False,
         excerpt=excerpt,
     )
+
+
+# What is kept of a receiver's answer: enough to show why it refused, never its whole body.
+RESPONSE_EXCERPT_BYTES = 500
+
+
+def _excerpt(response: httpx.Response) -> str:
+    """The first RESPONSE_EXCERPT_BYTES of the answer; the rest is never read."""
+    kept = bytearray()
+    for chunk in response.iter_raw():
+        kept += chunk
+        if len(kept) >= RESPONSE_EXCERPT_BYTES:
+            break
+    return bytes(kept[:RESPONSE_EXCERPT_BYTES]).decode("utf-8", errors="replace")
 
 
 def _retry_after(value: str | None) -> timedelta | None:
