@@ -8,7 +8,7 @@ import time
 
 from model.documents import MUPDF_LOCK, PDF
 from model.engines.base import Engine, EngineError, EngineOptions, PageInput, PageResult
-from model.formats import ebooks, structure
+from model.formats import ebooks, libreoffice, renditions, structure
 from model.formats import types as formats
 from model.layout import page_size_points
 from model.layout.schema import PageLayout, whole_page_layout
@@ -58,6 +58,29 @@ def structured_page(page: PageInput, fmt: formats.Format) -> PageResult:
         method=STRUCTURE_METHOD,
         extra={"format": fmt.name},
     )
+
+
+def attach_page_images(page: PageInput, result: PageResult) -> None:
+    """For a page of an Office or OpenDocument file read from its structure: its images, drawn
+    from LibreOffice's layout of the document (``model.formats.renditions``), in
+    ``extra["page_images"]`` (a ``PageImages``, for the service to store), and its layout's one
+    block laid over them. Nothing where LibreOffice is missing or fails: the text stands."""
+    fmt = formats.format_of(page.mime_type)
+    if result.method != STRUCTURE_METHOD or fmt is None or not renditions.rendered(fmt):
+        return
+    try:
+        units = structure.document_units(page.data, fmt)
+        made = renditions.rendition(page.data, fmt, units)
+        images = renditions.page_images(made, page.page_number)
+    except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:
+        logger.warning("page %s: no page image (%s)", page.page_number, exc)
+        return
+    except Exception:  # a drawing's bug must not fail a page whose text was read
+        logger.exception("page %s: no page image", page.page_number)
+        return
+    result.extra["page_images"] = images
+    if result.layout is not None:
+        result.layout = whole_page_layout(result.markdown, images.size)
 
 
 # The method of a page read from the document's structure rather than transcribed.

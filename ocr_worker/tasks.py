@@ -49,17 +49,16 @@ def transcribe_page(self, page_id: int) -> str:
 
 def _transcribe(task, claim: services.PageClaim) -> str:
     engine = load_engine(claim.engine)
+    page = PageInput(
+        data=document_bytes(claim.document_name),
+        mime_type=claim.mime_type,
+        page_number=claim.number,
+    )
     try:
         # The engine's transcription, normalised as asked, with its quality signals.
-        result = pipeline.transcribe_page(
-            engine,
-            PageInput(
-                data=document_bytes(claim.document_name),
-                mime_type=claim.mime_type,
-                page_number=claim.number,
-            ),
-            EngineOptions.from_dict(claim.options),
-        )
+        result = pipeline.transcribe_page(engine, page, EngineOptions.from_dict(claim.options))
+        # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn from it).
+        pipeline.attach_page_images(page, result)
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
             services.page_fail(

@@ -196,3 +196,56 @@ with the same stalls as before. Visitors can take the ferry from the north pier 
 <footer>Copyright the Harbour Gazette. Subscribe to our newsletter.</footer>
 <script>alert("never run")</script></body></html>
 """
+
+
+@cache
+def long_docx(items: int = 120) -> bytes:
+    """A Word file of several parts and printed pages: numbered paragraphs ("Item 17. ...")
+    of made-up words under a heading every 15 items, so a part's first item names it."""
+    import random
+
+    import docx
+
+    words = [
+        "harbour",
+        "board",
+        "minutes",
+        "river",
+        "tide",
+        "vessel",
+        "cargo",
+        "berth",
+        "crane",
+        "pilot",
+        "quay",
+        "lock",
+    ]
+    chooser = random.Random(7)
+    document = docx.Document()
+    for number in range(1, items + 1):
+        if number % 15 == 1:
+            document.add_heading(f"Section {number // 15 + 1}", level=1)
+        length = chooser.randint(20, 60)
+        text = " ".join(chooser.choice(words) for _ in range(length))
+        document.add_paragraph(f"Item {number}. {text}")
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+@cache
+def long_sheet_xlsx(rows: int = 600) -> bytes:
+    """A workbook of one sheet with a header and ``rows`` numbered rows (cut into row ranges),
+    and a small second sheet."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Ledger"
+    sheet.append(["Row", "Vessel", "Tonnes"])
+    for number in range(1, rows + 1):
+        sheet.append([number, f"vessel {number}", number * 3])
+    book.create_sheet("Notes").append(["Checked by the harbour master"])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()

@@ -5,11 +5,14 @@ slide, a sheet, a part of the text, an e-book page) is a page row and a task."""
 from __future__ import annotations
 
 import base64
+import io
+import shutil
 from pathlib import Path
 
 import openai
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from PIL import Image
 
 from tests import office
 from tests.conftest import wait_for_job
@@ -105,3 +108,26 @@ def test_a_word_file_in_a_chat_data_url_is_read(live_server, make_user, worker):
 
     text = completion.choices[0].message.content
     assert "## Test with tables" in text and "| Header 0.0 |" in text
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice is not installed")
+def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
+    api, worker, client, django_user_model
+):
+    job, pages = finished(api, office.corpus("pptx/sources/powerpoint_sample.pptx"), "deck.pptx")
+    assert job["status"] == "succeeded"
+    client.force_login(django_user_model.objects.get(username="alice"))
+
+    image = client.get(f"/jobs/{job['id']}/pages/2.jpg")
+    full = client.get(f"/jobs/{job['id']}/pages/2.jpg?full=1")
+    detail = client.get(f"/jobs/{job['id']}/")
+
+    assert image.status_code == 200 and image["Content-Type"] == "image/jpeg"
+    with Image.open(io.BytesIO(image.content)) as drawn:
+        assert abs(drawn.width / drawn.height - 16 / 9) < 0.02  # the slide, not an A4 page
+    with Image.open(io.BytesIO(full.content)) as drawn_full:
+        assert drawn_full.width > drawn.width
+    assert f"/jobs/{job['id']}/pages/2.jpg" in detail.content.decode()
+    assert Page.objects.get(job_id=job["id"], number=2).layout["width"] == pytest.approx(
+        960, abs=0.1
+    )

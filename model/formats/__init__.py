@@ -9,5 +9,7 @@
 - ``text``: Markdown and plain text, decoded and normalised.
 - ``parts``: long Markdown cut into bounded parts (a "page" of a format without pages).
 - ``ebooks``: EPUB, XPS, FB2, MOBI, CBZ and SVG through PyMuPDF, as PDF pages.
-- ``libreoffice``: legacy formats (DOC, PPT, XLS, RTF) rendered to PDF by LibreOffice.
+- ``libreoffice``: LibreOffice in the worker: legacy formats (DOC, PPT, XLS, RTF) saved in
+  their current format, and Office and OpenDocument files laid out as PDF.
+- ``renditions``: the page images of Office and OpenDocument pages, drawn from that PDF.
 """

@@ -1,5 +1,6 @@
-"""Legacy binary Office formats (DOC, XLS, PPT) and RTF, converted by LibreOffice to their
-current format, which docling's backends then read like any other.
+"""LibreOffice in the worker: legacy binary Office formats (DOC, XLS, PPT) and RTF converted to
+their current format, which docling's backends then read like any other; and any Office or
+OpenDocument file laid out as PDF, for its page images (``model.formats.renditions``).
 
 LibreOffice runs only in the worker, as a subprocess in a process group of its own, with:
 
@@ -72,10 +73,32 @@ def timeout_seconds() -> int:
 
 def to_current_format(data: bytes, fmt: types.Format) -> bytes:
     """The document saved in its current format (DOCX, XLSX or PPTX) by LibreOffice."""
+    target = CURRENT[fmt]
+    return _convert(data, fmt, _FILTERS[target], target.extension)
+
+
+# PDF export per application. Impress also draws hidden slides and Calc draws each sheet as
+# one page of its own size (SinglePageSheets), so that slide N and sheet N are PDF page N, as
+# they are page N of the job (filter options as JSON: LibreOffice 7.4 and later).
+_WRITER_PDF = "pdf:writer_pdf_Export"
+_IMPRESS_PDF = 'pdf:impress_pdf_Export:{"ExportHiddenSlides":{"type":"boolean","value":"true"}}'
+_CALC_PDF = 'pdf:calc_pdf_Export:{"SinglePageSheets":{"type":"boolean","value":"true"}}'
+PDF_FILTERS = {
+    **dict.fromkeys((types.DOCX, types.DOCM, types.ODT, types.RTF, types.DOC), _WRITER_PDF),
+    **dict.fromkeys((types.PPTX, types.PPTM, types.ODP, types.PPT), _IMPRESS_PDF),
+    **dict.fromkeys((types.XLSX, types.XLSM, types.ODS, types.XLS), _CALC_PDF),
+}
+
+
+def to_pdf(data: bytes, fmt: types.Format) -> bytes:
+    """The document laid out as PDF by LibreOffice (one of PDF_FILTERS' formats)."""
+    return _convert(data, fmt, PDF_FILTERS[fmt], ".pdf")
+
+
+def _convert(data: bytes, fmt: types.Format, output_filter: str, extension: str) -> bytes:
     soffice = program()
     if soffice is None:
         raise LibreOfficeError(f"reading {fmt.name} files needs {INSTALL_HINT}")
-    target = CURRENT[fmt]
     limit = timeout_seconds()
     with tempfile.TemporaryDirectory(prefix="folio-libreoffice-") as work:
         root = Path(work)
@@ -94,13 +117,13 @@ def to_current_format(data: bytes, fmt: types.Format) -> bytes:
             "--nolockcheck",
             "--norestore",
             "--convert-to",
-            _FILTERS[target],
+            output_filter,
             "--outdir",
             str(root / "out"),
             str(source),
         ]
         _run(command, limit=limit, home=root, name=fmt.name)
-        output = root / "out" / f"document{target.extension}"
+        output = root / "out" / f"document{extension}"
         if not output.is_file():
             raise LibreOfficeError(f"LibreOffice could not read the {fmt.name} file")
         return output.read_bytes()
@@ -108,14 +131,21 @@ def to_current_format(data: bytes, fmt: types.Format) -> bytes:
 
 def _run(command: list[str], *, limit: int, home: Path, name: str) -> None:
     # A process group of its own: soffice starts soffice.bin, and a timeout kills both.
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env={"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env={
+                "HOME": str(home),
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "LANG": "C.UTF-8",
+            },
+        )
+    except OSError as exc:  # FOLIO_LIBREOFFICE names a program that is not there
+        raise LibreOfficeError(f"LibreOffice could not be started ({exc})") from exc
     try:
         _, stderr = process.communicate(timeout=limit)
     except subprocess.TimeoutExpired:

@@ -68,7 +68,8 @@ def format_of(mime_type: str) -> Format | None:
     return BY_MIME_TYPE.get(mime_type)
 
 
-# Kinds whose pages are units of a structural conversion (no engine, no page image).
+# Kinds whose pages are units of a structural conversion (no engine; their page images, where
+# LibreOffice draws them, come from the worker).
 CONVERTED_KINDS = ("structured", "legacy")
 
 
@@ -78,6 +79,8 @@ def is_converted(mime_type: str) -> bool:
 
 
 def has_page_images(mime_type: str) -> bool:
-    """Whether a page of the document can be drawn: PDFs, images and e-books can; a structured
-    document's pages are units of its text, with no drawing of their own."""
+    """Whether a page of the document can be drawn from the document on request: PDFs, images
+    and e-books can. A structured document's pages are units of its text: an Office or
+    OpenDocument page's image is drawn by the worker when it reads the page, from LibreOffice's
+    layout of the document (``model.formats.renditions``), and stored with the results."""
     return not is_converted(mime_type)

@@ -8,6 +8,7 @@ import logging
 import zipfile
 
 import pymupdf
+from django.core.files.storage import default_storage
 from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF
@@ -32,13 +33,11 @@ class PageImageUnavailable(Exception):
 def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
     """A page as JPEG: panel-sized, or with ``full`` at the zoomable view's resolution."""
     document = job.document
-    fmt = format_of(document.mime_type)
-    if fmt is not None and fmt.kind in CONVERTED_KINDS:
-        raise PageImageUnavailable(
-            f"a {fmt.name} file is read from its structure, not from page images"
-        )
     if document.file_deleted_at is not None or job.is_expired:
         raise PageImageUnavailable("the document's file was deleted when its results expired")
+    fmt = format_of(document.mime_type)
+    if fmt is not None and fmt.kind in CONVERTED_KINDS:
+        return _stored_page_image(job=job, number=number, full=full, name=fmt.name)
     try:
         with document.file.open("rb") as handle:
             data = handle.read()
@@ -52,6 +51,29 @@ def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=85, optimize=True)
     return buffer.getvalue()
+
+
+def stored_page_image(page: Page) -> dict:
+    """Where the worker stored an Office page's images ({} where it drew none)."""
+    image = page.extra.get("page_image") if isinstance(page.extra, dict) else None
+    return image if isinstance(image, dict) else {}
+
+
+def _stored_page_image(*, job: Job, number: int, full: bool, name: str) -> bytes:
+    """An Office or OpenDocument page's image, drawn by the worker from LibreOffice's layout
+    of the document (model.formats.renditions) and stored with the job's results."""
+    page = job.pages.filter(number=number).first()
+    path = stored_page_image(page).get("full_path" if full else "path") if page else None
+    if not path:
+        raise PageImageUnavailable(
+            f"a {name} page is drawn by LibreOffice in the worker when it is read, and this "
+            "one was not (not read yet, or the worker has no LibreOffice)"
+        )
+    try:
+        with default_storage.open(path, "rb") as handle:
+            return bytes(handle.read())
+    except FileNotFoundError as exc:
+        raise PageImageUnavailable("the page image is no longer stored") from exc
 
 
 def _pdf_page_full(data: bytes, number: int) -> Image.Image:

@@ -229,8 +229,8 @@ def figure_storage_name(*, job_id: uuid.UUID, name: str) -> str:
 
 
 def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
-    """The engine's report, with figure crops moved out of it into storage (the Markdown
-    links them as ``figures/<name>``; the API serves them under the job)."""
+    """The engine's report, with figure crops and page images moved out of it into storage
+    (the Markdown links figures as ``figures/<name>``; the API serves them under the job)."""
     extra = dict(result.extra)
     figures = []
     for figure in extra.pop("figures", None) or []:
@@ -243,7 +243,25 @@ def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
         )
     if figures:
         extra["figures"] = figures
+    images = extra.pop("page_images", None)
+    if images is not None:
+        # An Office page's image (model.formats.renditions), drawn in the worker; the UI's
+        # page image view serves it as stored.
+        extra["page_image"] = {
+            "path": default_storage.save(
+                page_image_storage_name(job_id=claim.job_id, number=claim.number),
+                ContentFile(images.jpeg),
+            ),
+            "full_path": default_storage.save(
+                page_image_storage_name(job_id=claim.job_id, number=claim.number, full=True),
+                ContentFile(images.full_jpeg),
+            ),
+        }
     return extra
+
+
+def page_image_storage_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:
+    return f"results/{job_id}/pages/page-{number:04d}{'-full' if full else ''}.jpg"
 
 
 def retention_expiry(*, finished_at):

@@ -78,6 +78,7 @@ def _owned_job(request, job_id) -> Job:
 def _panel(job: Job, page: Page) -> dict:
     html = markdown_html(page.markdown) if page.status == Page.Status.SUCCEEDED else ""
     panel = {"page": page, "html": mark_safe(html), "job": job}  # noqa: S308 (sanitized by nh3)
+    panel["image_available"], panel["image_missing"] = _image_availability(job, page)
     layout = page.layout if page.status == Page.Status.SUCCEEDED else {}
     if layout.get("blocks"):
         # The text drawn block by block, each tied to its box on the page image (the viewer
@@ -93,6 +94,20 @@ def _panel(job: Job, page: Page) -> dict:
             for index, block in enumerate(layout["blocks"])
         ]
     return panel
+
+
+def _image_availability(job: Job, page: Page) -> tuple[bool, str]:
+    """Whether the page's image can be shown, and if not, why (for the placeholder)."""
+    if job.document.file_deleted_at is not None or job.is_expired:
+        return False, "The page image is no longer kept (the document's file was deleted)."
+    if has_page_images(job.document.mime_type):
+        return True, ""
+    # An Office page: its image is drawn in the worker when the page is read.
+    if services.stored_page_image(page):
+        return True, ""
+    if page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
+        return False, "The page image is drawn when the page is read."
+    return False, "This page has no image: the document was read from its structure."
 
 
 @login_required
@@ -115,9 +130,6 @@ def job_detail(request, job_id):
         "review": review,
         "review_views": REVIEW_VIEWS.items(),
         "can_download": job.is_final and not job.is_expired,
-        "image_available": job.document.file_deleted_at is None
-        and not job.is_expired
-        and has_page_images(job.document.mime_type),
     }
     return render(request, "jobs/detail.html", context)
 
@@ -129,12 +141,7 @@ def page_panel(request, job_id, number: int):
     page = job_selectors.job_pages(job=job).filter(number=number).first()
     if page is None:
         raise Http404("That page is not part of this job.")
-    context = {
-        "panel": _panel(job, page),
-        "image_available": job.document.file_deleted_at is None
-        and not job.is_expired
-        and has_page_images(job.document.mime_type),
-    }
+    context = {"panel": _panel(job, page)}
     return render(request, "jobs/_panel.html", context)
 
 

@@ -1,0 +1,115 @@
+"""Page images of Office and OpenDocument documents: LibreOffice lays the document out as PDF in
+the worker, and each page of the job is drawn from its view of that PDF (a slide, a sheet or
+a band of it, the printed page where a part of the text begins)."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from model.engines.base import EngineOptions, PageInput
+from model.formats import renditions, structure, types
+from model.pipeline import attach_page_images, transcribe_page
+from tests import office
+
+NO_LIBREOFFICE = "LibreOffice is not installed (.ci/run installs it)"
+# LibreOffice takes seconds per document: these are in the slow tier.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("soffice") is None, reason=NO_LIBREOFFICE),
+    pytest.mark.skipif(not office.CORPUS.is_dir(), reason=office.CORPUS_MISSING),
+]
+
+
+def made(data: bytes, fmt: types.Format) -> renditions.Rendition:
+    return renditions.rendition(data, fmt, structure.document_units(data, fmt))
+
+
+def size(jpeg: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(jpeg)) as image:
+        assert image.format == "JPEG"
+        return image.size
+
+
+def test_each_slide_is_drawn_as_its_own_page_at_the_slides_shape():
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+
+    rendition = made(deck, types.PPTX)
+
+    assert [view.page for view in rendition.views] == [0, 1, 2]
+    with pymupdf.open(stream=rendition.pdf, filetype="pdf") as pdf:
+        assert "Second slide title" in pdf[1].get_text()
+    images = renditions.page_images(rendition, 2)
+    width, height = size(images.jpeg)
+    assert width == renditions.PANEL_LONG_SIDE and abs(width / height - 16 / 9) < 0.02
+    assert size(images.full_jpeg)[0] > width
+
+
+def test_a_part_of_a_word_file_is_shown_on_the_printed_page_where_its_text_begins():
+    data = office.long_docx()
+    page_units = structure.document_units(data, types.DOCX)
+    assert len(page_units) >= 5
+
+    rendition = made(data, types.DOCX)
+
+    with pymupdf.open(stream=rendition.pdf, filetype="pdf") as pdf:
+        printed = [page.get_text() for page in pdf]
+    assert len(printed) > len(page_units)  # parts are not printed pages: they must be found
+    for unit, view in zip(page_units, rendition.views, strict=True):
+        first_item = re.search(r"Item \d+\.", unit)[0]
+        assert first_item in printed[view.page], (first_item, view)
+
+
+def test_a_long_sheet_cut_into_row_ranges_shows_each_range_as_a_band_of_its_sheet():
+    data = office.long_sheet_xlsx(rows=600)
+
+    rendition = made(data, types.XLSX)
+
+    assert rendition.views == (
+        renditions.View(0, 0.0, 1 / 3),
+        renditions.View(0, 1 / 3, 2 / 3),
+        renditions.View(0, 2 / 3, 1.0),
+        renditions.View(1),
+    )
+    band = renditions.page_images(rendition, 2)
+    whole_sheet = renditions.page_images(rendition, 4)
+    assert band.size[1] > band.size[0]  # a third of 600 rows is still taller than wide
+    assert whole_sheet.size[0] > whole_sheet.size[1]
+
+
+def test_the_pipeline_attaches_the_image_and_lays_the_pages_block_over_it():
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+    page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=3)
+    result = transcribe_page(None, page, EngineOptions())
+
+    attach_page_images(page, result)
+
+    images = result.extra["page_images"]
+    assert (result.layout.width, result.layout.height) == images.size
+    assert images.size == pytest.approx((960, 540), abs=0.1)  # the slide, not A4
+    assert result.layout.blocks[0].bbox == (0.0, 0.0, *images.size)
+
+
+def test_without_libreoffice_the_page_keeps_its_text_and_has_no_image(monkeypatch):
+    monkeypatch.setenv("FOLIO_LIBREOFFICE", "/nonexistent/soffice")
+    renditions._cache.clear()
+    deck = office.corpus("pptx/sources/powerpoint_comments.pptx")
+    page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=1)
+    result = transcribe_page(None, page, EngineOptions())
+
+    attach_page_images(page, result)
+
+    assert "page_images" not in result.extra and result.markdown
+
+
+def test_the_images_are_drawn_at_the_sizes_the_ui_shows():
+    from webapp.ui import services
+
+    assert renditions.PANEL_LONG_SIDE == services.PAGE_IMAGE_LONG_SIDE
+    assert renditions.FULL_DPI == services.PAGE_IMAGE_FULL_DPI
+    assert renditions.FULL_LONG_SIDE == services.PAGE_IMAGE_FULL_LONG_SIDE
