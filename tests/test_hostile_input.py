@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
@@ -19,6 +21,7 @@ from tests import documents, hostile, hostile_servers, office
 from tests.conftest import wait_for_job
 from webapp.core.fetch import FetchError, fetch_document
 from webapp.jobs.models import Document, Job, Page
+from webapp.jobs.services import figure_storage_name
 
 pytestmark = pytest.mark.django_db
 
@@ -343,3 +346,44 @@ def test_a_webhook_receiver_can_neither_hold_a_delivery_nor_make_it_read_a_huge_
         # What the server pushed before the hang-up is the socket buffers, not the answer.
         assert sent < 32 * 1024 * 1024, sent
         assert attempt.response_excerpt == "0" * 500
+
+
+# --- malformed requests: a clear 4xx, never a 500 -------------------------------------------
+
+UNFETCHABLE_URLS = {
+    "octal address": "http://0177.0.0.1/a.pdf",
+    "leading zeros": "http://127.000.000.001/a.pdf",
+    "full-width digits": "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/a.pdf",
+    "a 100 KB url": "http://example.com/" + "a" * 100_000,
+    "broken brackets": "http://[::1/a.pdf",
+}
+
+
+@pytest.mark.parametrize("url", UNFETCHABLE_URLS.values(), ids=UNFETCHABLE_URLS)
+def test_a_url_the_http_client_rejects_is_a_4xx_saying_why(api, url):
+    response = api.post("/", {"url": url}, format="json", HTTP_ACCEPT="application/json")
+
+    assert 400 <= response.status_code < 500, response.content
+    assert response.json()["message"]
+    assert not Job.objects.exists()
+
+
+def test_a_job_list_page_past_any_integer_is_a_400(api):
+    response = api.get("/v1/jobs", {"page": "99999999999999999999"})
+
+    assert response.status_code == 400, response.content
+    assert "page" in response.json()["message"]
+
+
+@pytest.mark.parametrize("name", [".", "..", ".hidden"])
+def test_a_figure_name_that_is_a_folder_is_a_404(api, name):
+    job_id = post_jobs(api, documents.png_page(), "p.png").json()["id"]
+    # A job with a figure: its folder, and the folder above it, exist.
+    default_storage.save(
+        figure_storage_name(job_id=uuid.UUID(job_id), name="figure-1.png"),
+        ContentFile(documents.png_page()),
+    )
+
+    response = api.get(f"/v1/jobs/{job_id}/figures/{name}")
+
+    assert response.status_code == 404, response.content

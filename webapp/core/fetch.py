@@ -74,8 +74,22 @@ def fetch_document(url: str) -> FetchedDocument:
     raise FetchError(f"more than {settings.FOLIO_FETCH_MAX_REDIRECTS} redirects; gave up")
 
 
+# Longer URLs are refused before any parsing: no real document needs one, and HTTP servers
+# commonly refuse request lines past 8 KB anyway.
+MAX_URL_LENGTH = 8192
+
+
 def _check_url(url: str) -> None:
-    parts = urlsplit(url)
+    """Refuse, with a reason, a URL that is not an http(s) URL the HTTP client can open: an
+    address spelled in octal or with leading zeros (which resolvers read differently), a
+    host in full-width digits, broken brackets, or an absurd length."""
+    if len(url) > MAX_URL_LENGTH:
+        raise FetchError(f"the URL is {len(url):,} characters; at most {MAX_URL_LENGTH:,} are read")
+    try:
+        parts = urlsplit(url)
+        httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise FetchError(f"{url[:200]!r} is not a URL this server can fetch: {exc}") from exc
     if parts.scheme not in ("http", "https"):
         raise FetchError(f"only http and https URLs can be fetched, not {parts.scheme or 'this'!r}")
     if not parts.hostname:

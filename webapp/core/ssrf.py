@@ -5,7 +5,9 @@ resolved, every address it resolves to must be public (or allowed by FOLIO_SSRF_
 the socket is opened to the address that was checked. Redirects open new connections, so each
 hop is checked the same way, and a DNS answer that changes between check and use cannot slip
 through (there is no second lookup). Decimal, octal and IPv4-mapped IPv6 spellings of an
-address all resolve to the address itself and are judged as such.
+address all resolve to the address itself and are judged as such; so are the IPv6 addresses
+that carry an IPv4 address inside them (NAT64, 6to4, IPv4-compatible), whose traffic a
+translator or relay may deliver to that IPv4 address.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ class AddressPolicy:
     def check(self, host: str, address: IPAddress) -> None:
         if host.lower().rstrip(".") in self.allowed_hosts:
             return
-        if any(address in network for network in self.allowed_networks):
+        if any(
+            candidate in network
+            for network in self.allowed_networks
+            for candidate in {address, judged_address(address)}
+        ):
             return
         if not is_public(address):
             raise BlockedAddress(
@@ -58,9 +64,62 @@ class AddressPolicy:
             )
 
 
+# Ranges refused although Python's ``is_global`` calls (some of) them global: IETF protocol
+# assignments (192.0.0.0/24), the deprecated 6to4 relay anycast, benchmarking, reserved and
+# broadcast, NAT64's local-use prefix, the deprecated IPv6 site-local range, documentation,
+# discard-only and Teredo (its IPv4 client address is obfuscated; nothing public needs it).
+SPECIAL_NETWORKS: tuple[IPNetwork, ...] = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "0.0.0.0/8",
+        "100.64.0.0/10",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/32",
+        "2001:db8::/32",
+        "3fff::/20",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+    )
+)
+# IPv6 prefixes whose last 32 bits are an IPv4 address a translator delivers to (RFC 6052).
+NAT64_PREFIX = ipaddress.ip_network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (RFC 4291 2.5.5.1)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, where a translator, relay or dual stack
+    would deliver to it: IPv4-mapped, NAT64, 6to4 and IPv4-compatible addresses."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64_PREFIX or (address in IPV4_COMPATIBLE and int(address) > 1):
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def judged_address(address: IPAddress) -> IPAddress:
+    """The address a connection to ``address`` really reaches, for judging it."""
+    if isinstance(address, ipaddress.IPv6Address):
+        return embedded_ipv4(address) or address
+    return address
+
+
 def is_public(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    address = judged_address(address)
+    if any(address in network for network in SPECIAL_NETWORKS):
+        return False
     return address.is_global and not address.is_multicast
 
 

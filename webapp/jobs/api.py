@@ -172,6 +172,8 @@ class JobFigureView(APIView):
     @extend_schema(responses={(200, "image/png"): OpenApiTypes.BINARY})
     def get(self, request, job_id, name: str):
         job = _owned_job(request, job_id)
+        if not services.figure_name_is_plain(name):
+            raise NotFound(f"No figure {name!r} in job {job.id}.")
         path = services.figure_storage_name(job_id=job.id, name=name)
         if job.expired_at is not None or not default_storage.exists(path):
             raise NotFound(f"No figure {name!r} in job {job.id}.")

@@ -57,7 +57,8 @@ class JobListQuerySerializer(serializers.Serializer):
     )
     created_after = serializers.DateTimeField(required=False, help_text="ISO 8601, inclusive")
     created_before = serializers.DateTimeField(required=False, help_text="ISO 8601, exclusive")
-    page = serializers.IntegerField(required=False, min_value=1, default=1)
+    # Bounded so that the offset fits the database's integers (past it a list is empty anyway).
+    page = serializers.IntegerField(required=False, min_value=1, max_value=10_000_000, default=1)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
 
     def validate_status(self, value: str) -> list[str]:

@@ -126,7 +126,15 @@ def _chunk_tokens(value: str | None) -> int:
 
 
 def without_fragment(url: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(fragment=""))
+    return urlunsplit(_split(url)._replace(fragment=""))
+
+
+def _split(url: str):
+    """The URL's parts, or a 400 saying why it has none (e.g. an unclosed IPv6 bracket)."""
+    try:
+        return urlsplit(url)
+    except ValueError as exc:
+        raise bad_parameter(f"{url[:200]!r} is not a URL: {exc}") from None
 
 
 def _respond_with(value: str | None) -> str:
@@ -142,7 +150,7 @@ def _fragment_page(url: str | None) -> str | None:
     """Reader's ``#N`` (and ``#page=N``) at the end of the URL picks a page."""
     if not url:
         return None
-    fragment = urlsplit(url).fragment.strip()
+    fragment = _split(url).fragment.strip()
     fragment = fragment.removeprefix("page=")
     return fragment or None
 

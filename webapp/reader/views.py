@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
@@ -179,9 +180,15 @@ class ReaderTargetView(_ReaderBase):
         return self.read(request, body={}, url=_target_url(request))
 
 
+IPV6_HOST = re.compile(r"^(https?:/{1,2})%5B([0-9a-f:.]+)%5D", re.IGNORECASE)
+
+
 def _target_url(request) -> str:
     """The URL in the path, with its query string; `//` may arrive squeezed to `/`."""
     target = request.get_full_path()[1:]
+    # Django percent-encodes the brackets of an IPv6 literal ("http://[2001:db8::1]/a.pdf");
+    # they are the URL's own syntax, never data, in the host part.
+    target = IPV6_HOST.sub(r"\1[\2]", target, count=1)
     # A page fragment ("#3") can only travel in a path percent-encoded.
     if "%23" in target:
         head, _, fragment = target.rpartition("%23")

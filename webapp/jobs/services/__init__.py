@@ -23,6 +23,7 @@ from webapp.jobs.services.options import (
 )
 from webapp.jobs.services.page_lifecycle import (
     PageClaim,
+    figure_name_is_plain,
     figure_storage_name,
     page_claim,
     page_complete,
@@ -49,6 +50,7 @@ __all__ = [
     "Refusal",
     "Submission",
     "SubmissionError",
+    "figure_name_is_plain",
     "figure_storage_name",
     "job_cancel",
     "job_files_delete",

@@ -224,6 +224,12 @@ def _job_record_engine_metrics(*, job_id: uuid.UUID) -> None:
     Job.objects.filter(pk=job_id).update(engine_metrics=job_usage(reports, wall_seconds=wall))
 
 
+def figure_name_is_plain(name: str) -> bool:
+    """Whether ``name`` could name a figure file: one path segment, not "." or "..", not
+    hidden (the folder itself or its parent are no figure)."""
+    return bool(name) and PurePath(name).name == name and not name.startswith(".")
+
+
 def figure_storage_name(*, job_id: uuid.UUID, name: str) -> str:
     return f"results/{job_id}/figures/{PurePath(name).name}"
 
