@@ -230,3 +230,42 @@ def test_refused_documents_do_not_spend_an_accounts_rate_limit(make_user):
 
     assert refused == [422] * 4
     assert accepted == [202, 202, 429]
+
+
+# --- the result cache -----------------------------------------------------------------------
+# A cache hit answers at once with `method: cache`: by default it comes only from the same
+# user's earlier readings, or it would tell anyone that someone converted the same file.
+
+
+def test_another_users_cached_reading_does_not_answer_and_sharing_is_a_server_setting(
+    make_user,
+):
+    from tests.test_reader_api import cache_page_one
+
+    make_user("alice")
+    bob = client_for(make_user("bob"))
+    data = documents.png_page()
+    cache_page_one(data, markdown="alice's reading", owner="alice")
+
+    def bob_reads():
+        upload = SimpleUploadedFile("p.png", data)
+        job_id = bob.post("/v1/jobs", {"file": upload}, format="multipart").json()["id"]
+        return Job.objects.get(pk=job_id).pages.get().method
+
+    assert bob_reads() != "cache"
+    with override_settings(FOLIO_RESULT_CACHE_SHARED=True):
+        assert bob_reads() == "cache"
+
+
+def test_anonymous_clients_are_not_answered_from_each_others_readings(make_user):
+    from tests.test_reader_api import cache_page_one
+    from webapp.accounts.services import ANONYMOUS_USERNAME, anonymous_owner
+
+    anonymous_owner()
+    data = documents.png_page()
+    cache_page_one(data, markdown="another client's reading", owner=ANONYMOUS_USERNAME)
+
+    response = anonymous_read(data, address="198.51.100.50")
+
+    assert response.status_code == 202, response.content
+    assert Job.objects.get().pages.get().method != "cache"

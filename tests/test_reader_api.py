@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 from django.utils import timezone
@@ -308,9 +309,13 @@ def test_readers_body_parameters_work_like_its_headers_and_the_rest_is_ignored(a
 # --- without a worker ----------------------------------------------------------------------------
 
 
-def cache_page_one(data: bytes, *, markdown: str, age=timedelta(0), output_tokens: int = 0):
-    """What a worker leaves in the result cache after reading page 1 of ``data``."""
+def cache_page_one(
+    data: bytes, *, markdown: str, age=timedelta(0), output_tokens: int = 0, owner="alice"
+):
+    """What a worker leaves in the result cache after reading page 1 of ``data`` for the user
+    named ``owner`` (the ``api`` fixture's user by default)."""
     CachedPage.objects.create(
+        owner=get_user_model().objects.get(username=owner),
         sha256=hashlib.sha256(data).hexdigest(),
         engine="local",
         engine_version=engine_version("local"),

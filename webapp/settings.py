@@ -163,6 +163,10 @@ FOLIO_READER_POLL_SECONDS = env_int("FOLIO_READER_POLL_SECONDS", 24 * 3600, mini
 # The model behind the `openai` engine (same variable as the engine reads).
 FOLIO_OPENAI_MODEL = env_str("FOLIO_OPENAI_MODEL", "jinaai/jina-ocr-v1")
 
+# The result cache answers a job from the owner's own earlier readings only; on, from any
+# user's (an instant answer then tells a user that someone else read the same file).
+FOLIO_RESULT_CACHE_SHARED = env_bool("FOLIO_RESULT_CACHE_SHARED", False)
+
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")

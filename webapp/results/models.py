@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -7,9 +8,20 @@ class CachedPage(models.Model):
     """A page's transcription, reusable by any job that asks for the same page of the same
     bytes from the same engine version with the same options.
 
-    Keyed by content, not by owner: whoever sends these bytes already has everything the
-    transcription says. A new engine version (or other options) is a different key, never a
-    stale hit."""
+    Each entry belongs to the user whose job read it (``owner``), and by default only that
+    user's jobs are answered from it: an instant answer with ``method: cache`` would tell
+    anyone else that somebody converted the same file. ``FOLIO_RESULT_CACHE_SHARED`` lets
+    every user's jobs share all entries. A new engine version (or other options) is a
+    different key, never a stale hit."""
+
+    # Empty in entries stored before the cache was scoped: those are used only when shared.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
 
     sha256 = models.CharField(max_length=64)
     engine = models.CharField(max_length=50)
@@ -30,8 +42,15 @@ class CachedPage(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["sha256", "engine", "engine_version", "options_key", "page_number"],
-                name="one_cached_page_per_key",
+                fields=[
+                    "owner",
+                    "sha256",
+                    "engine",
+                    "engine_version",
+                    "options_key",
+                    "page_number",
+                ],
+                name="one_cached_page_per_owner_and_key",
             )
         ]
 

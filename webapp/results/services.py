@@ -7,6 +7,7 @@ import json
 from datetime import datetime, timedelta
 from functools import cache
 
+from django.conf import settings
 from django.utils import timezone
 
 from model.engines.registry import engine_spec
@@ -23,9 +24,20 @@ def options_key(options: dict) -> str:
 
 
 def cached_pages(
-    *, sha256: str, engine: str, options: dict, pages: list[int], max_age: timedelta | None
+    *,
+    sha256: str,
+    engine: str,
+    options: dict,
+    pages: list[int],
+    max_age: timedelta | None,
+    owner_id: int | None,
 ) -> dict[int, CachedPage]:
-    """The cached transcriptions of ``pages``, by page number; ``max_age`` None means any."""
+    """The cached transcriptions of ``pages``, by page number; ``max_age`` None means any.
+    Only ``owner_id``'s own entries, unless the server shares the cache between users
+    (``FOLIO_RESULT_CACHE_SHARED``); ``owner_id`` None with an unshared cache: none at all."""
+    shared = settings.FOLIO_RESULT_CACHE_SHARED
+    if owner_id is None and not shared:
+        return {}
     entries = CachedPage.objects.filter(
         sha256=sha256,
         engine=engine,
@@ -35,9 +47,12 @@ def cached_pages(
         # Entries from before layouts were kept would give a page without blocks.
         layout__has_key="blocks",
     )
+    if not shared:
+        entries = entries.filter(owner_id=owner_id)
     if max_age is not None:
         entries = entries.filter(created_at__gte=timezone.now() - max_age)
-    return {entry.page_number: entry for entry in entries}
+    # Shared, several users may have read a page: the newest reading answers.
+    return {entry.page_number: entry for entry in entries.order_by("created_at")}
 
 
 def cached_page_store(
@@ -54,8 +69,10 @@ def cached_page_store(
     output_tokens: int,
     quality: dict | None = None,
     now: datetime | None = None,
+    owner_id: int | None = None,
 ) -> None:
     CachedPage.objects.update_or_create(
+        owner_id=owner_id,
         sha256=sha256,
         engine=engine,
         engine_version=engine_version,

@@ -39,6 +39,8 @@ class PageClaim:
     document_name: str
     mime_type: str
     sha256: str
+    # Whose result cache the page's transcription goes to (webapp/results/services.py).
+    owner_id: int | None = None
 
 
 def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
@@ -85,6 +87,7 @@ def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
         document_name=job.document.file.name,
         mime_type=job.document.mime_type,
         sha256=job.document.sha256,
+        owner_id=job.owner_id,
     )
 
 
@@ -138,6 +141,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
                 quality=quality,
+                owner_id=claim.owner_id,
             )
         _job_stop_at_token_budget(job_id=claim.job_id)
         webhook_services.page_event_record(job_id=claim.job_id, page_id=claim.page_id)

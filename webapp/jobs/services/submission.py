@@ -183,6 +183,7 @@ def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
             options=submission.options.output_options(),
             pages=submission.page_numbers,
             max_age=cache.max_age,
+            owner_id=_cache_owner(submission.owner),
         )
         if cache.use
         else {}
@@ -212,6 +213,14 @@ def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
         "job %s: %d pages of %s with %s", job.id, len(pages), document.id, submission.engine
     )
     return job
+
+
+def _cache_owner(owner: User) -> int | None:
+    """Whose cached readings may answer this submission: the owner's own. Not the shared
+    anonymous account's, which would let one anonymous client learn what another read."""
+    if account_services.is_anonymous_owner(owner):
+        return None
+    return owner.pk
 
 
 def _job_write(
