@@ -140,9 +140,9 @@ def limits_for(*, user: User) -> Limits:
         return default if value is None else value
 
     return Limits(
-        pages_per_day=pick(own and own.pages_per_day, settings.FOLIO_PAGES_PER_DAY),
+        pages_per_day=pick(own.pages_per_day if own else None, settings.FOLIO_PAGES_PER_DAY),
         requests_per_minute=pick(
-            own and own.requests_per_minute, settings.FOLIO_REQUESTS_PER_MINUTE
+            own.requests_per_minute if own else None, settings.FOLIO_REQUESTS_PER_MINUTE
         ),
     )
 

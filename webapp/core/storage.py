@@ -7,9 +7,16 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+
+
+def _s3_storage() -> Any:
+    """The default storage as django-storages' S3 backend, whose attributes (bucket_name,
+    connection, ...) Django's Storage type does not declare; only called when FOLIO_STORAGE=s3."""
+    return default_storage
 
 
 class StorageUnavailable(Exception):
@@ -18,8 +25,8 @@ class StorageUnavailable(Exception):
 
 def storage_describe() -> str:
     if settings.FOLIO_STORAGE == "s3":
-        endpoint = default_storage.endpoint_url or "AWS S3"
-        return f"bucket {default_storage.bucket_name!r} at {endpoint}"
+        endpoint = _s3_storage().endpoint_url or "AWS S3"
+        return f"bucket {_s3_storage().bucket_name!r} at {endpoint}"
     return f"folder {settings.MEDIA_ROOT}"
 
 
@@ -34,19 +41,19 @@ def storage_probe() -> None:
 def _bucket_probe() -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    client = default_storage.connection.meta.client
+    client = _s3_storage().connection.meta.client
     try:
-        client.head_bucket(Bucket=default_storage.bucket_name)
+        client.head_bucket(Bucket=_s3_storage().bucket_name)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         if code in ("404", "NoSuchBucket", "NotFound"):
             raise StorageUnavailable(
-                f"the bucket FOLIO_S3_BUCKET={default_storage.bucket_name!r} does not exist "
+                f"the bucket FOLIO_S3_BUCKET={_s3_storage().bucket_name!r} does not exist "
                 f"(the migrate step creates it when FOLIO_S3_CREATE_BUCKET=1)"
             ) from exc
         if code in ("403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"):
             raise StorageUnavailable(
-                f"access to bucket {default_storage.bucket_name!r} was refused ({code}): "
+                f"access to bucket {_s3_storage().bucket_name!r} was refused ({code}): "
                 "check FOLIO_S3_ACCESS_KEY and FOLIO_S3_SECRET_KEY"
             ) from exc
         raise StorageUnavailable(f"{storage_describe()}: {exc}") from exc
@@ -74,21 +81,21 @@ def bucket_ensure() -> bool:
     """Create the bucket when it does not exist; ``True`` if it was created."""
     from botocore.exceptions import ClientError
 
-    client = default_storage.connection.meta.client
+    client = _s3_storage().connection.meta.client
     try:
-        client.head_bucket(Bucket=default_storage.bucket_name)
+        client.head_bucket(Bucket=_s3_storage().bucket_name)
         return False
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
             raise
-    region = default_storage.region_name
+    region = _s3_storage().region_name
     config = (
         {"CreateBucketConfiguration": {"LocationConstraint": region}}
         if region and region != "us-east-1"
         else {}
     )
     try:
-        client.create_bucket(Bucket=default_storage.bucket_name, **config)
+        client.create_bucket(Bucket=_s3_storage().bucket_name, **config)
     except ClientError as exc:
         # Another process made it between our look and our create.
         if exc.response.get("Error", {}).get("Code") != "BucketAlreadyOwnedByYou":

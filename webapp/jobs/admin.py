@@ -12,8 +12,15 @@ class DocumentAdmin(admin.ModelAdmin):
 class PageInline(admin.TabularInline):
     model = Page
     extra = 0
-    fields = ["number", "status", "attempts", "method", "output_tokens", "engine_seconds", "error"]
-    readonly_fields = fields
+    readonly_fields = fields = (
+        "number",
+        "status",
+        "attempts",
+        "method",
+        "output_tokens",
+        "engine_seconds",
+        "error",
+    )
     can_delete = False
 
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from model.engines.registry import engine_names
 
 
 @register()
 def check_engine_and_limits(app_configs, **kwargs):
-    problems = []
+    problems: list[CheckMessage] = []
     if settings.FOLIO_DEFAULT_ENGINE not in engine_names():
         problems.append(
             Error(

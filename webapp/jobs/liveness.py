@@ -66,7 +66,7 @@ def lost_nodes(*, live: set[str] | None = None, now: float | None = None) -> set
         # Expires a few rounds after the node is declared lost (and so holds no more pages),
         # so a host name that comes back later starts with a clean slate.
         expiry = settings.FOLIO_WORKER_LOST_SECONDS + 3 * settings.FOLIO_REAP_SECONDS
-        first_missed = cache.get_or_set(key, now, timeout=expiry)
+        first_missed: float = cache.get_or_set(key, now, timeout=expiry) or now
         if now - first_missed >= settings.FOLIO_WORKER_LOST_SECONDS:
             lost.add(node)
     if lost:

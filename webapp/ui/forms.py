@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
 
@@ -36,7 +38,9 @@ DOCUMENT_ACCEPT = (
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(
+    # The metaclass moves declared fields into base_fields, so this does not shadow Form.files
+    # (the uploaded files) at run time; the name is the one the page and its tests post.
+    files = MultipleFileField(  # type: ignore[assignment]
         label="Documents",
         widget=MultipleFileInput(attrs={"accept": DOCUMENT_ACCEPT, "multiple": True}),
         help_text=(
@@ -71,7 +75,9 @@ class UploadForm(forms.Form):
 
     def __init__(self, *args, engines: list[str], default_engine: str, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["engine"].choices = [(name, name) for name in engines]
+        engine_field = self.fields["engine"]
+        assert isinstance(engine_field, forms.ChoiceField)
+        engine_field.choices = [(name, name) for name in engines]
         self.fields["engine"].initial = default_engine
         # The server's default (FOLIO_TABLE_FORMAT), what the API gives a request without one.
         self.fields["table_format"].initial = settings.FOLIO_TABLE_FORMAT
@@ -87,8 +93,8 @@ class JobFilterForm(forms.Form):
         label="Until", required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         after, before = data.get("created_after"), data.get("created_before")
         if after and before and after > before:
             raise forms.ValidationError("The “From” date must not be after the “Until” date.")

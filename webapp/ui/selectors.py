@@ -30,7 +30,7 @@ def jobs_for_list(
     created_before: date | None = None,
 ) -> QuerySet[Job]:
     """The owner's jobs for the list page: dates are whole days, inclusive at both ends."""
-    statuses = list(Job.ACTIVE) if status == "active" else [status] if status else []
+    statuses: list[str] = list(Job.ACTIVE) if status == "active" else [status] if status else []
     jobs = job_selectors.jobs_filtered(
         owner=owner,
         statuses=statuses,

@@ -14,8 +14,7 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
 class AttemptInline(admin.TabularInline):
     model = WebhookAttempt
     extra = 0
-    readonly_fields = ["number", "started_at", "status_code", "latency_ms", "error"]
-    fields = readonly_fields
+    readonly_fields = fields = ("number", "started_at", "status_code", "latency_ms", "error")
     can_delete = False
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Set as AbstractSet
 from datetime import timedelta
+from functools import partial
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -23,7 +25,7 @@ def pages_reap(
     stuck_after: timedelta,
     unsent_after: timedelta,
     lost_after: timedelta | None = None,
-    lost_nodes: set[str] = frozenset(),
+    lost_nodes: AbstractSet[str] = frozenset(),
 ) -> int:
     """Hand out again the pages that no message will ever finish: claimed by a worker that
     died (running far past the time limit, or on a node that ``lost_nodes`` names: a host
@@ -66,9 +68,7 @@ def pages_reap(
                 if moved:
                     reaped += 1
                     transaction.on_commit(
-                        lambda e=engine, p=page_id, t=new_task_id: pages_send(
-                            engine=e, pages=[(p, t)]
-                        )
+                        partial(pages_send, engine=engine, pages=[(page_id, new_task_id)])
                     )
     if reaped:
         logger.warning("re-enqueued %d pages that no worker was going to finish", reaped)

@@ -224,7 +224,11 @@ def _job_record_engine_metrics(*, job_id: uuid.UUID) -> None:
         {**extra, "output_tokens": tokens}
         for extra, tokens in pages.values_list("extra", "output_tokens")
     ]
-    wall = (job.finished_at - job.started_at).total_seconds() if job.started_at else 0.0
+    wall = (
+        (job.finished_at - job.started_at).total_seconds()
+        if job.started_at and job.finished_at
+        else 0.0
+    )
     Job.objects.filter(pk=job_id).update(engine_metrics=job_usage(reports, wall_seconds=wall))
 
 

@@ -199,16 +199,16 @@ def download_markdown(request, job_id):
     refusal = _download_refusal(request, job)
     if refusal is not None:
         return refusal
-    response = HttpResponse(
-        job_selectors.job_markdown(job=job), content_type="text/markdown; charset=utf-8"
+    return _download(
+        job_selectors.job_markdown(job=job), "text/markdown; charset=utf-8", f"{_stem(job)}.md"
     )
-    response["Content-Disposition"] = content_disposition_header(True, f"{_stem(job)}.md")
-    return response
 
 
 def _download(content, content_type: str, filename: str) -> HttpResponse:
     response = HttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = content_disposition_header(True, filename)
+    disposition = content_disposition_header(True, filename)
+    assert disposition is not None  # as an attachment there is always one
+    response["Content-Disposition"] = disposition
     return response
 
 
@@ -256,11 +256,9 @@ def download_zip(request, job_id):
     refusal = _download_refusal(request, job)
     if refusal is not None:
         return refusal
-    response = HttpResponse(
-        services.result_zip(job=job, stem=_stem(job)), content_type="application/zip"
+    return _download(
+        services.result_zip(job=job, stem=_stem(job)), "application/zip", f"{_stem(job)}.zip"
     )
-    response["Content-Disposition"] = content_disposition_header(True, f"{_stem(job)}.zip")
-    return response
 
 
 @login_required

@@ -67,10 +67,10 @@ def upload(request):
     form, note = _upload_form(request, request.POST, request.FILES)
     if not form.is_valid():
         if _wants_json(request):
-            errors = "; ".join(" ".join(errors) for errors in form.errors.values())
+            errors = "; ".join(" ".join(map(str, errors)) for errors in form.errors.values())
             return JsonResponse({"ok": False, "error": errors}, status=400)
         return render(request, "jobs/upload.html", _upload_context(request, form, note), status=400)
-    results = []
+    results: list[tuple[str, Job | None, str, job_services.SubmissionError | None]] = []
     for upload_file in form.cleaned_data["files"]:
         try:
             job = _submit(request, form, upload_file)
