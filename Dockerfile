@@ -37,7 +37,10 @@ COPY deploy/entrypoint.sh deploy/healthcheck.sh deploy/
 # /app/var holds the static files, the beat schedule and, with FOLIO_STORAGE=filesystem, the
 # uploads (FOLIO_MEDIA_ROOT=/app/var/media). The folders exist here, owned by folio, so that
 # a named volume mounted on one starts with that owner.
-RUN python manage.py collectstatic --no-input -v 0 \
+# collectstatic reads the settings, which need a key: a throwaway one, in this shell only (the
+# image holds no key; a container without DATABASE_URL makes its own under var/).
+RUN FOLIO_SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(48))')" \
+    python manage.py collectstatic --no-input -v 0 \
     && mkdir -p /app/var/media /app/var/run \
     && chown -R folio:folio /app/var
 

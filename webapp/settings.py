@@ -20,16 +20,46 @@ from model.config import (
     env_list,
     env_str,
 )
+from webapp.secret_key import secret_key
 from webapp.storage_config import default_storage_config, storage_kind
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("FOLIO_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("FOLIO_DEBUG", False)
-# An embedded install is single-machine; a real deployment sets its own secret.
-SECRET_KEY = env_str("FOLIO_SECRET_KEY") or "folio-embedded-insecure-secret-key-change-me"
+# The embedded mode (`make run`): no DATABASE_URL, everything under var/ on one machine.
+EMBEDDED = not env_str("DATABASE_URL")
+# A deployment's own key, or it does not start; the embedded mode's is made once per install.
+SECRET_KEY = secret_key(var_dir=VAR_DIR, embedded=EMBEDDED)
 ALLOWED_HOSTS = env_list("FOLIO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("FOLIO_CSRF_TRUSTED_ORIGINS", [])
+
+# How many proxies of this deployment stand in front of the web process, each appending to
+# X-Forwarded-For (webapp/core/clients.py). 0, the default: the header is ignored and the
+# connecting address is the client; a wrong count lets clients pick their own address.
+FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
+# Behind TLS (FOLIO_HTTPS=1, docs/SECURITY.md): cookies only over HTTPS, HSTS, plain HTTP
+# redirected (the health probes excepted: they come from inside, over plain HTTP). A proxy
+# that terminates TLS says so in X-Forwarded-Proto, believed only from trusted proxies.
+FOLIO_HTTPS = env_bool("FOLIO_HTTPS", False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = FOLIO_HTTPS
+SECURE_SSL_REDIRECT = FOLIO_HTTPS and env_bool("FOLIO_HTTPS_REDIRECT", True)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env_int(
+    "FOLIO_HSTS_SECONDS", 365 * 24 * 3600 if FOLIO_HTTPS else 0, minimum=0
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("FOLIO_HSTS_SUBDOMAINS", True)
+# Preloading is a commitment only the domain's owner can make (security.W021 says so).
+SECURE_HSTS_PRELOAD = env_bool("FOLIO_HSTS_PRELOAD", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if FOLIO_TRUSTED_PROXIES else None
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+if not SECURE_HSTS_INCLUDE_SUBDOMAINS:
+    SILENCED_SYSTEM_CHECKS.append("security.W005")  # the operator's own choice
+if not FOLIO_HTTPS:
+    # Served over plain HTTP by the operator's choice (the loopback default, or a private
+    # network): Django's HTTPS-only advice does not apply, and folio.W010 warns when the
+    # public URL says https while FOLIO_HTTPS is off.
+    SILENCED_SYSTEM_CHECKS += ["security.W004", "security.W008", "security.W012", "security.W016"]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -154,10 +184,6 @@ if env_str("FOLIO_READER_ANON_RATE"):
         "FOLIO_READER_ANON_RATE is no longer read: set FOLIO_READER_ANON_REQUESTS_PER_MINUTE "
         "(and FOLIO_READER_ANON_PAGES_PER_DAY), counted per anonymous client"
     )
-# How many proxies of this deployment stand in front of the web process, each appending to
-# X-Forwarded-For (webapp/core/clients.py). 0, the default: the header is ignored and the
-# connecting address is the client; a wrong count lets clients pick their own address.
-FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
 # How long the poll link of an anonymous Reader request's 202 works (a signed capability URL).
 FOLIO_READER_POLL_SECONDS = env_int("FOLIO_READER_POLL_SECONDS", 24 * 3600, minimum=1)
 # The model behind the `openai` engine (same variable as the engine reads).

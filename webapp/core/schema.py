@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
@@ -67,6 +69,7 @@ def document_errors(result, generator, request, public):
     return result
 
 
+@cache  # one component per serializer: two look-alikes of one name would clash (W001)
 def results_of(serializer_class, *, paginated: bool = False):
     """The schema of a ``{"results": [...]}`` answer (with page links when ``paginated``)."""
     from drf_spectacular.utils import inline_serializer

@@ -61,6 +61,7 @@ class JobListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(
+        operation_id="v1_jobs_list",
         parameters=[JobListQuerySerializer],
         responses={200: results_of(JobSerializer, paginated=True)},
     )

@@ -39,6 +39,22 @@ def check_engine_and_limits(app_configs, **kwargs):
     return problems
 
 
+@register(deploy=True)
+def check_https(app_configs, **kwargs):
+    """Django's HTTPS checks are silenced while FOLIO_HTTPS is off; this one catches the
+    deployment that is reached over HTTPS but forgot to say so."""
+    if not settings.FOLIO_HTTPS and settings.FOLIO_PUBLIC_URL.startswith("https://"):
+        return [
+            Warning(
+                "FOLIO_PUBLIC_URL is https but FOLIO_HTTPS is off: session and CSRF cookies "
+                "are not marked Secure and no HSTS header is sent",
+                hint="set FOLIO_HTTPS=1 (docs/SECURITY.md)",
+                id="folio.W010",
+            )
+        ]
+    return []
+
+
 def _output_option_defaults() -> list[Error]:
     from webapp.jobs.services import JobOptions, SubmissionError
 

@@ -31,7 +31,7 @@ def _owned_endpoint(request, endpoint_id):
 
 
 class EndpointListCreateView(APIView):
-    @extend_schema(responses={200: results_of(EndpointSerializer)})
+    @extend_schema(operation_id="v1_webhooks_list", responses={200: results_of(EndpointSerializer)})
     def get(self, request):
         endpoints = selectors.endpoints_of(owner=request.user)
         return Response({"results": EndpointSerializer(endpoints, many=True).data})
