@@ -28,6 +28,7 @@ safetensors_torch = pytest.importorskip("safetensors.torch")
 
 from torch import Tensor, nn  # noqa: E402
 
+from model import gundam  # noqa: E402
 from model.config import ConfigError  # noqa: E402
 from model.engines import EngineError, EngineOptions, PageInput, engine_class  # noqa: E402
 from model.engines.transformers_config import TransformersConfig  # noqa: E402
@@ -40,6 +41,8 @@ from model.engines.transformers_engine import (  # noqa: E402
 from model.fastmtp import BlockConfig, MTPDraftBlock  # noqa: E402
 from model.rendering import open_page_image  # noqa: E402
 from tests import documents  # noqa: E402
+from tests.vllm import tiny_checkpoint  # noqa: E402
+from tests.vllm.pages import a4_pdf, small_png  # noqa: E402
 
 ENV_MODEL_DIR = "FOLIO_TRANSFORMERS_MODEL_DIR"
 CHARS = "abcdefghijklmnopqrstuvwxyz #|-.\n"
@@ -276,3 +279,85 @@ def test_its_settings_are_read_and_refused_by_name():
         TransformersConfig.from_env({ENV_MODEL_DIR: "/m", "FOLIO_TRANSFORMERS_DTYPE": "fp4"})
     with pytest.raises(ConfigError, match="FOLIO_TRANSFORMERS_FASTMTP_K=-1 is below"):
         TransformersConfig.from_env({ENV_MODEL_DIR: "/m", "FOLIO_TRANSFORMERS_FASTMTP_K": "-1"})
+
+
+# --- a checkpoint in jina-ocr-v1's layout, loaded through its own remote code ------------------
+
+
+@pytest.fixture(scope="module")
+def jina_layout(tmp_path_factory) -> Path:
+    """The vLLM tier's tiny checkpoint: DeepSeek-OCR's config keys, tokenizer and chat template,
+    remote code named by ``auto_map``, and a FastMTP head copied from the decoder."""
+    return tiny_checkpoint.write(tmp_path_factory.mktemp("tiny-jina-ocr"))
+
+
+def _remote(path: Path, k: int) -> TransformersEngine:
+    return TransformersEngine(path, k=k, device="cpu", dtype=torch.float32, max_new_tokens=40)
+
+
+def test_a_remote_code_checkpoint_decodes_through_its_own_model_and_fastmtp_is_lossless(
+    jina_layout, monkeypatch
+):
+    monkeypatch.setenv("FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", "1")
+    plain, spec = _remote(jina_layout, 0), _remote(jina_layout, 3)
+    plain.load()
+    spec.load()
+    # The checkpoint's own class, from its own files, as trust_remote_code loads it.
+    assert type(plain._checkpoint.model).__name__ == "TinyOcrForCausalLM"
+    assert plain._checkpoint.convention == "deepseek-ocr" and spec.speculative
+
+    prompt_tail = len(PROMPT.split())
+    pages = {
+        "pdf": (PageInput(data=a4_pdf(), mime_type="application/pdf", page_number=1), (2, 3)),
+        "png": (PageInput(data=small_png(), mime_type="image/png", page_number=1), (1, 1)),
+    }
+    for name, (page, grid) in pages.items():
+        reference = plain.transcribe(page, EngineOptions())
+        got = spec.transcribe(page, EngineOptions())
+        # What the checkpoint was built to say (the remote model refuses a token layout whose
+        # image positions are not its feature count, so reaching here checks the layout too).
+        assert reference.markdown.split() == tiny_checkpoint.expected_text().split(), name
+        assert reference.output_tokens == len(tiny_checkpoint.expected_output())
+        placeholders = gundam.placeholder_count(gundam.Grid(*grid))
+        assert reference.input_tokens == 1 + placeholders + prompt_tail, name
+        assert reference.extra["decoding"] == "greedy" and reference.extra["finished"] == "stop"
+        # FastMTP through Folio's own decoder: the same tokens, and the copied head accepted.
+        assert got.markdown == reference.markdown and got.output_tokens == reference.output_tokens
+        assert got.extra["decoding"] == "fastmtp" and got.extra["fastmtp_k"] == 3
+        assert got.extra["spec_decode_num_accepted_tokens"] > 0, got.extra
+        assert got.extra["tokens_per_step"] > 1, got.extra
+
+
+def test_inputs_follow_deepseek_ocrs_public_layout(jina_layout):
+    from transformers import AutoTokenizer
+
+    from model.engines.deepseek_ocr_hf import page_inputs
+
+    tokenizer = AutoTokenizer.from_pretrained(jina_layout, local_files_only=True)
+    image = open_page_image(a4_pdf(), "application/pdf", 1)
+    inputs = page_inputs(tokenizer, image, PROMPT)
+    image_id = tokenizer.convert_tokens_to_ids("<image>")
+    columns, rows = inputs.grid.columns, inputs.grid.rows
+    assert (columns, rows) == (2, 3)
+    # BOS, then (16 + 1)·16 + 1 for the global view and (10·w + 1)·(10·h) for the tiles.
+    expected = 17 * 16 + 1 + (10 * columns + 1) * (10 * rows)
+    assert inputs.input_ids[0] == tokenizer.bos_token_id
+    assert inputs.input_ids[1 : 1 + expected] == [image_id] * expected
+    assert inputs.images_seq_mask == [i == image_id for i in inputs.input_ids]
+    assert tokenizer.decode(inputs.input_ids[1 + expected :]) == " ".join(PROMPT.split())
+    # The global view padded to 1024 with (127, 127, 127), tiles of 640, mean and std 0.5.
+    assert inputs.global_view.shape == (1, 3, 1024, 1024)
+    assert inputs.crops.shape == (columns * rows, 3, 640, 640)
+    corner = inputs.global_view[0, :, 0, 0]
+    assert torch.allclose(corner, torch.full((3,), (127 / 255 - 0.5) / 0.5))
+    assert inputs.crops.min() >= -1 and inputs.crops.max() <= 1
+
+    small = page_inputs(tokenizer, open_page_image(small_png(), "image/png", 1), PROMPT)
+    assert small.grid.tiles == 0 and not small.crops.any()  # "no tiles" is all zeros
+    assert sum(small.images_seq_mask) == 17 * 16 + 1
+
+
+def test_remote_code_runs_only_when_allowed(jina_layout, monkeypatch):
+    monkeypatch.delenv("FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", raising=False)
+    with pytest.raises(EngineError, match="FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE=1"):
+        _remote(jina_layout, 0).load()

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from model.config import env_choice, env_int, env_required, env_str
+from model.config import env_bool, env_choice, env_int, env_required, env_str
 
 DEFAULT_K = 3
 DEFAULT_MAX_NEW_TOKENS = 4096
@@ -25,12 +25,16 @@ class TransformersConfig:
     dtype: str = ""  # "" = bfloat16 on a GPU, float32 on a CPU
     fastmtp_k: int = DEFAULT_K  # drafts per verifier pass; 0 turns FastMTP off
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    # Run the checkpoint's own Python (config.json's auto_map), as DeepSeek-OCR's public
+    # loading does (trust_remote_code=True); off unless the operator has read that code.
+    trust_remote_code: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TransformersConfig:
         """``FOLIO_TRANSFORMERS_MODEL_DIR`` (required), ``FOLIO_TRANSFORMERS_DEVICE``,
         ``FOLIO_TRANSFORMERS_DTYPE``, ``FOLIO_TRANSFORMERS_FASTMTP_K``,
-        ``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS``; a malformed one raises
+        ``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS``, ``FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE``; a
+        malformed one raises
         ``model.config.ConfigError`` naming it."""
         return cls(
             model_dir=Path(
@@ -50,5 +54,8 @@ class TransformersConfig:
                 DEFAULT_MAX_NEW_TOKENS,
                 minimum=1,
                 environ=environ,
+            ),
+            trust_remote_code=env_bool(
+                "FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", False, environ=environ
             ),
         )

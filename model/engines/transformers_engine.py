@@ -7,17 +7,26 @@ decoded greedily. When the checkpoint carries a FastMTP head (``mtp_module.*`` /
 with ``model.fastmtp.speculative_decode``, whose tokens equal plain greedy decoding's; without
 one it decodes plainly. ``PageResult.extra`` says which, with the FastMTP counters.
 
-The multimodal prefill follows the Transformers convention of DeepSeek-OCR-2, LLaVA and their
-kin: the processor expands the image placeholder in the prompt and prepares pixel values;
-``model.get_image_features`` turns them into embedding vectors, which replace the
-placeholders' token embeddings (``config.image_token_id``). The prefill runs on those
-``inputs_embeds``; decoding continues from token ids.
+Two conventions for the page image, chosen by the checkpoint:
+
+- ``processor`` (Transformers' own classes: DeepSeek-OCR-2, LLaVA and their kin): the processor
+  expands the image placeholder in the prompt and prepares pixel values;
+  ``model.get_image_features`` turns them into embedding vectors, which replace the
+  placeholders' token embeddings (``config.image_token_id``). The prefill runs on those
+  ``inputs_embeds``; decoding continues from token ids.
+- ``deepseek-ocr`` (a checkpoint whose ``config.json`` names remote code in ``auto_map``, as
+  DeepSeek-OCR's and jina-ocr-v1's do): loaded with ``AutoTokenizer`` and
+  ``AutoModelForCausalLM`` with ``trust_remote_code=True``, only when
+  ``FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE`` allows it (the folder's Python runs in the worker);
+  the inputs are DeepSeek-OCR's public ones, built by ``model.engines.deepseek_ocr_hf``, and the
+  model merges the page itself on the prefill.
 
 Configuration (environment): ``FOLIO_TRANSFORMERS_MODEL_DIR`` (required),
 ``FOLIO_TRANSFORMERS_DEVICE`` (default ``cuda`` when available, else ``cpu``),
 ``FOLIO_TRANSFORMERS_DTYPE`` (default bfloat16 on a GPU, float32 on a CPU),
 ``FOLIO_TRANSFORMERS_FASTMTP_K`` (drafts per verifier pass, default 3; 0 turns FastMTP off),
-``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS`` (default 4096).
+``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS`` (default 4096), ``FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE``
+(default off).
 """
 
 from __future__ import annotations
@@ -27,7 +36,9 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,6 +48,12 @@ from torch import Tensor
 
 from model.documents import DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.engines.deepseek_ocr_hf import (
+    ImageVerifier,
+    PromptError,
+    page_inputs,
+    remote_code_class,
+)
 from model.engines.transformers_config import TransformersConfig
 from model.fastmtp import (
     CausalLMAdapter,
@@ -78,22 +95,55 @@ class Checkpoint:
     ``get_input_embeddings``/``get_output_embeddings``, ``get_image_features`` and
     ``config.image_token_id``. ``processor``: called as ``processor(images=[image],
     text=prompt, return_tensors="pt")``, with ``decode`` and a ``tokenizer`` (``eos_token_id``).
+
+    ``convention`` ``"deepseek-ocr"``: ``model`` is DeepSeek-OCR's remote-code model and
+    ``processor`` its tokenizer (``model.engines.deepseek_ocr_hf``).
     """
 
     model: Any
     processor: Any
+    convention: str = "processor"
 
 
 Loader = Callable[[Path, torch.device, torch.dtype], Checkpoint]
 
 
-def load_pretrained(path: Path, device: torch.device, dtype: torch.dtype) -> Checkpoint:
-    """The Auto classes, from local files only: a worker never downloads a model."""
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+def load_pretrained(
+    path: Path, device: torch.device, dtype: torch.dtype, *, trust_remote_code: bool = False
+) -> Checkpoint:
+    """The Auto classes, from local files only: a worker never downloads a model. A checkpoint
+    that names remote code is loaded through it when that is allowed, the way DeepSeek-OCR's
+    public code loads it; otherwise through Transformers' own classes."""
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+        AutoTokenizer,
+    )
 
-    processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-    # The draft tensors are not the model's; Transformers reports them as unused and skips them.
-    model = AutoModelForImageTextToText.from_pretrained(path, local_files_only=True, dtype=dtype)
+    remote = remote_code_class(path)
+    if remote and trust_remote_code:
+        tokenizer = AutoTokenizer.from_pretrained(
+            path, local_files_only=True, trust_remote_code=True
+        )
+        model = AutoModelForCausalLM.from_pretrained(
+            path, local_files_only=True, trust_remote_code=True, dtype=dtype
+        )
+        return Checkpoint(model.to(device).eval(), tokenizer, convention="deepseek-ocr")
+    try:
+        processor = AutoProcessor.from_pretrained(path, local_files_only=True)
+        # The draft tensors are not the model's; Transformers reports them unused and skips them.
+        model = AutoModelForImageTextToText.from_pretrained(
+            path, local_files_only=True, dtype=dtype
+        )
+    except ValueError as exc:
+        if not remote:
+            raise
+        raise EngineError(
+            f"{path.name} is served by its own remote code ({remote}), which Transformers runs"
+            " only with FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE=1: read the folder's .py files,"
+            f" then allow it ({exc})"
+        ) from exc
     return Checkpoint(model=model.to(device).eval(), processor=processor)
 
 
@@ -148,8 +198,14 @@ class TransformersEngine:
         if self._max_new_tokens is None:
             self._max_new_tokens = config.max_new_tokens
         started = time.perf_counter()
-        checkpoint = self._loader(model_dir, device, dtype)
-        adapter = CausalLMAdapter(checkpoint.model)
+        loader = self._loader
+        if loader is load_pretrained:
+            loader = partial(load_pretrained, trust_remote_code=config.trust_remote_code)
+        checkpoint = loader(model_dir, device, dtype)
+        verifier = checkpoint.model
+        if checkpoint.convention == "deepseek-ocr":
+            verifier = ImageVerifier(checkpoint.model)
+        adapter = CausalLMAdapter(verifier)
         draft = None
         text = _text_config(checkpoint.model)
         if self._k > 0 and has_draft(model_dir, getattr(text, "num_hidden_layers", None)):
@@ -204,24 +260,39 @@ class TransformersEngine:
     def _decode(self, image: Image.Image) -> tuple[list[int], list[int], dict]:
         assert self._checkpoint is not None and self._adapter is not None
         model, processor = self._checkpoint.model, self._checkpoint.processor
-        ids, embeds = multimodal_prefill(model, processor, image, PROMPT)
+        embeds: list[Tensor] | None
+        page: AbstractContextManager[None]
+        if self._checkpoint.convention == "deepseek-ocr":
+            # The model merges the page itself on the prefill (ImageVerifier passes the images).
+            try:
+                inputs = page_inputs(processor, image, PROMPT)
+            except PromptError as exc:
+                raise EngineError(str(exc)) from exc
+            verifier = self._adapter.model
+            assert isinstance(verifier, ImageVerifier)
+            ids, embeds, page = inputs.input_ids, None, verifier.page(inputs)
+        else:
+            ids, prompt_embeds = multimodal_prefill(model, processor, image, PROMPT)
+            embeds, page = [prompt_embeds], nullcontext()
         eos = _eos_token_id(model, processor)
         common = {"max_new_tokens": self._max_new_tokens, "eos_token_id": eos}
         extra: dict[str, Any] = {"model": self._model_dir.name if self._model_dir else ""}
         if self._draft is None:
-            tokens = greedy_decode(self._adapter, [ids], prompt_embeds=[embeds], **common)[0]
+            with page:
+                tokens = greedy_decode(self._adapter, [ids], prompt_embeds=embeds, **common)[0]
             extra["decoding"] = "greedy"
         else:
             counters = SpecCounters(self._k)
-            tokens = speculative_decode(
-                self._adapter,
-                self._draft,
-                [ids],
-                k=self._k,
-                counters=counters,
-                prompt_embeds=[embeds],
-                **common,
-            )[0]
+            with page:
+                tokens = speculative_decode(
+                    self._adapter,
+                    self._draft,
+                    [ids],
+                    k=self._k,
+                    counters=counters,
+                    prompt_embeds=embeds,
+                    **common,
+                )[0]
             extra.update(
                 decoding="fastmtp",
                 fastmtp_k=self._k,

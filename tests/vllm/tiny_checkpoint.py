@@ -4,7 +4,11 @@
   ``deepseek_vl_v2``, a ``language_config`` of the DeepSeek-V2 MoE shape (dense first layer,
   routed + shared experts, top-k greedy routing, plain multi-head attention: the
   ``qk_*_head_dim`` 0), scaled down to hidden 64 and 2 layers.
-- A word-level tokenizer with DeepSeek-OCR's special tokens, ``<image>`` among them.
+- A word-level tokenizer with DeepSeek-OCR's special tokens, ``<image>`` among them, and a
+  chat template that renders an image part and a text part.
+- Remote code (``tiny_remote/``, named by ``auto_map``) that
+  ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` loads: the decoder
+  below with DeepSeek-OCR's public calling convention and a stand-in for its vision tower.
 - ``model.safetensors`` with the decoder's weights under DeepSeek-OCR's Hugging Face names
   (``model.embed_tokens``, ``model.layers.N.*``, ``model.norm``, ``lm_head``) and a FastMTP
   draft head under ``mtp_module.*`` (one dense decoder layer, DeepSeek-V3's MTP names, no own
@@ -110,7 +114,25 @@ def config() -> dict:
         "bos_token_id": BOS,
         "eos_token_id": EOS,
         "torch_dtype": "bfloat16",
+        # The remote code Transformers loads with trust_remote_code=True (vLLM reads none of it).
+        "auto_map": {
+            "AutoConfig": "configuration_tiny_ocr.TinyOcrConfig",
+            "AutoModel": "modeling_tiny_ocr.TinyOcrForCausalLM",
+            "AutoModelForCausalLM": "modeling_tiny_ocr.TinyOcrForCausalLM",
+        },
     }
+
+
+# A user message of an image part and a text part, rendered the way DeepSeek-OCR's public
+# ``infer`` formats its prompt (the "plain" conversation template: the content alone, the image
+# as ``<image>`` on a line of its own before the text).
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{% if message['content'] is string %}"
+    "{{ message['content'] }}{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<image>\n{% elif part['type'] == 'text' %}"
+    "{{ part['text'] }}{% endif %}{% endfor %}{% endif %}{% endfor %}"
+)
+REMOTE_CODE = Path(__file__).parent / "tiny_remote"
 
 
 def words() -> list[str]:
@@ -227,13 +249,14 @@ def write(folder: Path, *, weights: bool = True) -> Path:
     (folder / "tokenizer_config.json").write_text(
         json.dumps(
             {
-                "tokenizer_class": "LlamaTokenizerFast",
+                "tokenizer_class": "PreTrainedTokenizerFast",
                 "bos_token": SPECIAL_TOKENS[BOS],
                 "eos_token": SPECIAL_TOKENS[EOS],
                 "pad_token": SPECIAL_TOKENS[2],
                 "add_bos_token": True,
                 "add_eos_token": False,
                 "model_max_length": 8192,
+                "chat_template": CHAT_TEMPLATE,
             }
         )
     )
@@ -246,6 +269,8 @@ def write(folder: Path, *, weights: bool = True) -> Path:
             }
         )
     )
+    for module in REMOTE_CODE.glob("*.py"):
+        (folder / module.name).write_text(module.read_text())
     if weights:
         from safetensors.torch import save_file
 
