@@ -269,3 +269,25 @@ def test_anonymous_clients_are_not_answered_from_each_others_readings(make_user)
 
     assert response.status_code == 202, response.content
     assert Job.objects.get().pages.get().method != "cache"
+
+
+def test_a_reader_link_followed_with_only_a_session_cookie_runs_anonymously(make_user):
+    """Any site can make a logged-in browser follow GET /<url>: the cookie must not make it
+    the user's request, spending the user's quota."""
+    from django.test import Client
+
+    from tests.document_server import document_server
+    from webapp.accounts.models import UsageCounter
+    from webapp.accounts.services import ANONYMOUS_USERNAME
+
+    alice = make_user("alice")
+    browser = Client()
+    browser.force_login(alice)
+    with document_server() as base_url, override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"]):
+        response = browser.get(
+            f"/{base_url}/report.pdf", HTTP_PREFER="respond-async", HTTP_ACCEPT="application/json"
+        )
+
+    assert response.status_code == 202, response.content
+    assert Job.objects.get().owner.username == ANONYMOUS_USERNAME
+    assert not UsageCounter.objects.filter(user=alice).exists()

@@ -6,6 +6,7 @@ broker on localhost (``make run`` starts an embedded one and points FOLIO_BROKER
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "webapp.ui.middleware.ContentSecurityPolicyMiddleware",
+    "webapp.core.surfaces.SurfacesMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -253,6 +255,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
+    # Leaves out the browsable API where FOLIO_BROWSABLE_API is off.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "webapp.core.surfaces.ContentNegotiation",
     # DRF's own client address (any throttle): believe X-Forwarded-For as far as configured.
     "NUM_PROXIES": FOLIO_TRUSTED_PROXIES,
 }
@@ -274,6 +278,26 @@ SPECTACULAR_SETTINGS = {
         "DeliveryStatusEnum": "webapp.webhooks.models.WebhookDelivery.Status",
     },
 }
+
+# --- what the public port shows besides the API (webapp/core/surfaces.py, docs/SECURITY.md)
+# /metrics: to a bearer token (FOLIO_METRICS_TOKEN, or _FILE) and to the addresses in
+# FOLIO_METRICS_ALLOW (CIDR; by default this machine and private networks without a token,
+# none with one).
+FOLIO_METRICS_TOKEN = env_str("FOLIO_METRICS_TOKEN").strip()
+FOLIO_METRICS_ALLOW = env_list(
+    "FOLIO_METRICS_ALLOW",
+    []
+    if FOLIO_METRICS_TOKEN
+    else ["127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"],
+)
+for _network in FOLIO_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as _exc:
+        raise ConfigError(f"FOLIO_METRICS_ALLOW: {_network!r} is not a network ({_exc})") from None
+FOLIO_API_DOCS = env_bool("FOLIO_API_DOCS", True)  # /api/docs/, /api/schema/, /v1/openapi.json
+FOLIO_BROWSABLE_API = env_bool("FOLIO_BROWSABLE_API", True)  # DRF's HTML pages of the API
+FOLIO_ADMIN = env_bool("FOLIO_ADMIN", True)  # /admin/
 
 # --- accounts, quotas, job lifecycle, webhooks -----------------------------------------------
 # Sign-up at /account/signup/; switch it off where an admin hands out the accounts.

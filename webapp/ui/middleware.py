@@ -1,5 +1,7 @@
-"""A Content-Security-Policy on the browser pages: scripts only from this server's own
-static files, so that even a sanitizer bug could not run a document's script."""
+"""A Content-Security-Policy on every answer (the UI, the account pages, the API docs, the
+admin, DRF's browsable API, error pages, and the API's own answers, which a browser may be
+led to open): scripts only from this server's own static files, so that even a sanitizer bug
+could not run a document's script."""
 
 from __future__ import annotations
 
@@ -18,8 +20,6 @@ POLICY = "; ".join(
         "frame-ancestors 'none'",
     ]
 )
-# Pages this app and the account pages render; the API docs and the admin set their own.
-UI_PREFIXES = ("/jobs/", "/account/")
 
 
 class ContentSecurityPolicyMiddleware:
@@ -28,8 +28,6 @@ class ContentSecurityPolicyMiddleware:
 
     def __call__(self, request):
         response = self.get_response(request)
-        is_html = response.get("Content-Type", "").startswith("text/html")
-        is_ui = request.path == "/" or request.path.startswith(UI_PREFIXES)
-        if is_html and is_ui and "Content-Security-Policy" not in response:
+        if "Content-Security-Policy" not in response:
             response["Content-Security-Policy"] = POLICY
         return response

@@ -1,0 +1,74 @@
+"""What the public port shows besides the API, as the operator decides: ``/metrics`` only to a
+bearer token or to addresses allowed (by default this machine and private networks), and
+switches for the API docs and schema, DRF's browsable API and the admin. Each switch is read
+at request time, so a test or a reload sees the current setting."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from django.conf import settings
+from django.http import Http404, HttpResponse
+from django_prometheus import exports
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BrowsableAPIRenderer
+
+from webapp.core.clients import client_address
+
+
+def metrics(request) -> HttpResponse:
+    """django-prometheus's exposition, behind the token or the address allow-list."""
+    if not _metrics_allowed(request):
+        return HttpResponse(
+            "metrics are not served to this client: send FOLIO_METRICS_TOKEN as a bearer "
+            "token, or scrape from an address in FOLIO_METRICS_ALLOW\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    return exports.ExportToDjangoView(request)
+
+
+def _metrics_allowed(request) -> bool:
+    token = settings.FOLIO_METRICS_TOKEN
+    if token:
+        sent = request.headers.get("Authorization", "")
+        if hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
+            return True
+    try:
+        address = ipaddress.ip_address(client_address(request))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    networks = [ipaddress.ip_network(entry, strict=False) for entry in settings.FOLIO_METRICS_ALLOW]
+    return any(address in network for network in networks)
+
+
+# Paths each switch turns off: a 404, as if they did not exist.
+SWITCHED = {
+    "FOLIO_API_DOCS": ("/api/schema/", "/api/docs/", "/v1/openapi.json"),
+    "FOLIO_ADMIN": ("/admin/",),
+}
+
+
+class SurfacesMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        for setting, prefixes in SWITCHED.items():
+            if request.path.startswith(prefixes) and not getattr(settings, setting):
+                raise Http404(f"{setting} is off")
+        return self.get_response(request)
+
+
+class ContentNegotiation(DefaultContentNegotiation):
+    """DRF's negotiation, without the browsable API where FOLIO_BROWSABLE_API is off (a
+    browser then gets JSON)."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        if not settings.FOLIO_BROWSABLE_API:
+            kept = [r for r in renderers if not isinstance(r, BrowsableAPIRenderer)]
+            renderers = kept or renderers
+        return super().select_renderer(request, renderers, format_suffix)
