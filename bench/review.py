@@ -21,7 +21,9 @@ visibly). The suites:
 Only the tested pages are read. ``--record DIR`` keeps each page's reading (and the scans)
 in DIR; ``--replay DIR`` judges those readings again with the current signals without reading
 a page (``model.quality.recorded``): the way to compare signal changes on one reading, in
-seconds. ``--pages`` lists every page with its verdict, score, reasons and failing tests.
+seconds. ``--audit`` adds the tests of ``data/real-pages-audit.jsonl``: defects a reader
+sees on pages whose own tests all passed (docs/QUALITY.md says how they were found).
+``--pages`` lists every page with its verdict, score, reasons and failing tests.
 
 The signals' cost is the mean of the quality report's own timing (``quality.seconds``).
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -44,22 +47,48 @@ from model.quality.checks import load_tests  # noqa: E402
 from model.quality.harness import Report, evaluate  # noqa: E402
 from model.quality.recorded import RecordingEngine, ReplayEngine  # noqa: E402
 from model.quality.review import DEFAULT_THRESHOLD  # noqa: E402
-from model.quality.review_eval import Confusion, evaluate_flag, rate  # noqa: E402
+from model.quality.review_eval import (  # noqa: E402
+    Confusion,
+    PageVerdict,
+    best_threshold,
+    confusion_with,
+    evaluate_flag,
+    leave_one_document_out,
+    page_verdicts,
+    rate,
+)
+from model.quality.run import parse_options  # noqa: E402
 
 SUITES = ("real", "real-scans", "worn", "generated")
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+# Signals whose threshold is a number this bench can choose, with the thresholds it tries
+# and when the signal fails at one (its reported value against the threshold).
+TUNABLE = {
+    "line_confidence": ([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5], lambda v, t: v > t),
+}
 
 
-def run_suite(name: str, engine, options: EngineOptions, tmp: Path) -> Report:  # noqa: ANN001
+def run_suite(
+    name: str,
+    engine,  # noqa: ANN001
+    options: EngineOptions,
+    tmp: Path,
+    tests: list | None = None,
+) -> Report:
     if name == "real":
-        return realpages.evaluate_real(engine, options, tested_only=True).report
+        return realpages.evaluate_real(engine, options, tests=tests, tested_only=True).report
     if name == "real-scans":
         return realpages.evaluate_real(
-            engine, options, scans_dir=tmp / "scans", tested_only=True
+            engine, options, tests=tests, scans_dir=tmp / "scans", tested_only=True
         ).report
     if name == "worn":
         return realpages.evaluate_real(
-            engine, options, scans_dir=tmp / "worn", degradation=realpages.WORN, tested_only=True
+            engine,
+            options,
+            tests=tests,
+            scans_dir=tmp / "worn",
+            degradation=realpages.WORN,
+            tested_only=True,
         ).report
     corpus.build(tmp / "generated")
     return evaluate(engine, options, tmp / "generated", load_tests(tmp / "generated/tests.jsonl"))
@@ -111,25 +140,69 @@ def print_pages(report: Report, threshold: float) -> None:
         )
 
 
+def document_of(pdf: str) -> str:
+    """A scan belongs to the document it was made from: both are held out together (a scan's
+    name is its source's path with the page number, ``realpages.scan_name``)."""
+    if pdf.startswith("scans/"):
+        return re.sub(r"-p\d+\.pdf$", "", pdf.removeprefix("scans/"))
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", pdf.removesuffix(".pdf"))
+
+
+def print_tuning(pages: list[PageVerdict]) -> dict[str, dict]:
+    """For each tunable signal: the flag at each threshold on all pages, the threshold that
+    looks best on them (in-sample, optimistic), and the leave-one-document-out figure: each
+    document judged at the threshold chosen on all the others."""
+    found = {}
+    for signal, (candidates, fires) in TUNABLE.items():
+        print(f"\n### {signal}: threshold chosen on the pages, and leaving each document out\n")
+        print("| threshold | recall | false flags |\n|---|---|---|")
+        for t in candidates:
+            print(_line(str(t), confusion_with(pages, signal, lambda v, t=t, f=fires: f(v, t))))
+        best = best_threshold(pages, signal, candidates, fires)
+        pooled, chosen = leave_one_document_out(pages, signal, candidates, fires)
+        print(
+            _line(
+                f"in-sample best ({best})",
+                confusion_with(pages, signal, lambda v, t=best, f=fires: f(v, t)),
+            )
+        )
+        print(_line("leave one document out", pooled))
+        print(f"\nthresholds chosen without each document: {sorted(set(chosen.values()))}")
+        found[signal] = {"best": best, "loo": pooled.as_dict(), "chosen": chosen}
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="local")
     parser.add_argument("--suite", action="append", choices=SUITES)
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--option", action="append", default=[], help="key=value engine option")
+    parser.add_argument(
+        "--audit", action="store_true", help="add the audit's tests (data/real-pages-audit.jsonl)"
+    )
     parser.add_argument("--pages", action="store_true", help="list every page's verdict")
+    parser.add_argument(
+        "--tune", action="store_true", help="choose tunable thresholds, leaving documents out"
+    )
     kept = parser.add_mutually_exclusive_group()
     kept.add_argument("--record", type=Path, help="keep each page's reading in this folder")
     kept.add_argument("--replay", type=Path, help="judge the readings kept in this folder")
     args = parser.parse_args(argv)
+    tests = realpages.load_real_tests()
+    if args.audit:
+        tests += load_tests(realpages.AUDIT_TESTS)
     results: dict[str, dict] = {}
     all_flags = Confusion()
+    verdicts: list[PageVerdict] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = args.record or args.replay or Path(tmp)
         for suite in args.suite or SUITES:
             engine = suite_engine(args, work / suite)
-            report = run_suite(suite, engine, EngineOptions(), work)
+            report = run_suite(suite, engine, parse_options(args.option), work, tests)
             review = evaluate_flag(report, args.threshold)
+            verdicts += page_verdicts(report, document_of)
             sweep = {t: evaluate_flag(report, t).flag for t in SWEEP}
             costs = [r.quality.get("seconds", 0.0) for r in report.pages.values()]
             results[suite] = {
@@ -153,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"signals: {results[suite]['signal_ms_per_page']:.1f} ms a page")
     print("\n### all suites\n\n| | recall | false flags |\n|---|---|---|")
     print(_line("**flag**", all_flags))
+    if args.tune:
+        results["tuning"] = print_tuning(verdicts)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -3,13 +3,15 @@ the artifact check every baseline test makes. Pure: ``pytest -p no:django``."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pymupdf
 import pytest
 
-from model.quality.checks import BaselineTest, artifacts
+from model.quality.checks import BaselineTest, artifacts, load_tests
 from model.quality.realpages import (
+    AUDIT_TESTS,
     CORPUS,
     load_real_tests,
     page_count,
@@ -40,6 +42,18 @@ def test_every_real_page_test_names_a_page_that_exists_and_every_page_has_a_base
     # docling's PDFs and the py-pdf samples are both there
     assert any(t.pdf.startswith("docling-testdata/") for t in tests)
     assert any(t.pdf.startswith("pdf-samples/") for t in tests)
+
+
+@needs_corpus
+def test_the_audit_tests_name_tested_pages_and_say_why():
+    real = load_real_tests()
+    audit = load_tests(AUDIT_TESTS)
+    assert audit and not {t.id for t in audit} & {t.id for t in real}
+    tested = {(t.pdf, t.page) for t in real}
+    for test in audit:
+        assert (test.pdf, test.page) in tested, test.id  # a page of the set, with a baseline
+    for line in AUDIT_TESTS.read_text(encoding="utf-8").splitlines():
+        assert json.loads(line).get("why"), line  # each says what a reader would see
 
 
 @needs_corpus

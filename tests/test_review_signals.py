@@ -14,6 +14,7 @@ from model.engines.base import PageInput, PageResult
 from model.quality import content_signals, signals
 from model.quality.page_lines import Line, columns, pdf_lines, reading_order
 from model.quality.review import Signal, needs_review, review_score, verdict
+from model.quality.tables import markdown_tables
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 FORMULA_PDF = CORPUS / "docling-testdata" / "pdf" / "sources" / "code_and_formula.pdf"
@@ -125,6 +126,29 @@ def test_two_columns_read_in_order_pass_and_read_across_fail():
     assert "out of order" in bad.detail and bad.value < 0.9
 
 
+def test_a_sidebar_beside_the_text_is_a_column_though_the_gutter_is_off_the_middle():
+    # A product brief as OCR reads it: "Highlights" bullets in a narrow column on the left,
+    # the text from 45 % of the width on (the middle of the page falls inside its lines).
+    side = [
+        Line(100, 300 + 40 * i, 400, 330 + 40 * i, f"sidebar bullet number {i} here")
+        for i in range(6)
+    ]
+    text = [
+        Line(450, 300 + 40 * i, 950, 330 + 40 * i, f"main column sentence {i} goes on")
+        for i in range(8)
+    ]
+    lines = side + text
+    split = columns(lines, 1000)
+    assert split is not None and split[0] == side and split[1] == text
+    in_order = "\n".join(line.text for line in side + text)
+    assert content_signals.order_signal(in_order, lines, 1000).ok
+    # Each sidebar line joined to the text line beside it, as the misread page came out.
+    across = "\n".join(f"{t.text} {s.text}" for t, s in zip(text, side, strict=False))
+    across += "\n" + "\n".join(t.text for t in text[len(side) :])
+    bad = content_signals.order_signal(across, lines, 1000)
+    assert bad is not None and not bad.ok, bad
+
+
 def test_single_column_pages_have_no_order_signal():
     lines = [Line(50, 50 + 14 * i, 550, 62 + 14 * i, f"line {i} of the page") for i in range(30)]
     assert content_signals.order_signal("anything", lines, 600) is None
@@ -208,3 +232,110 @@ def test_lines_inside_a_table_of_the_output_are_left_to_the_table_tests():
     rows = "\n".join(f"| {a.text} | {b.text} |" for a, b in zip(left, right, strict=True))
     table = "| a | b |\n|---|---|\n" + rows + "\n"
     assert content_signals.order_signal(table, left + right, 600) is None
+
+
+# --- apostrophes, formulas as OCR text, pages read upside down ----------------------------------
+
+# The PDF/A sample's font draws no apostrophe, so its text layer and any scan of it read so.
+NO_APOSTROPHES = (
+    "Heres to the crazy ones. The misfits. The rebels. The troublemakers. The round pegs in "
+    "the square holes. The ones who see things differently. Theyre not fond of rules. And "
+    "they have no respect for the status quo. About the only thing you cant do is ignore "
+    "them. Or sit in silence and hear a song thats never been written?"
+)
+
+
+def test_contractions_without_their_apostrophe_fire_and_words_that_look_alike_do_not():
+    lost = content_signals.apostrophe_signal(NO_APOSTROPHES)
+    assert lost is not None and not lost.ok, lost
+    assert "Heres" in lost.detail and lost.value == 4
+    kept = content_signals.apostrophe_signal(NO_APOSTROPHES.replace("es to", "e's to"))
+    assert kept is not None and not kept.ok  # three are still lost
+    restored = (
+        NO_APOSTROPHES.replace("Heres", "Here's")
+        .replace("Theyre", "They're")
+        .replace("cant", "can't")
+        .replace("thats", "that's")
+    )
+    assert content_signals.apostrophe_signal(restored).ok
+    # "well", "were", "its", "lets", "ill", "shell": words in their own right.
+    words = PROSE + " It went well and its lets were ill, as the shell showed. " * 2
+    assert content_signals.apostrophe_signal(words).ok
+    assert content_signals.apostrophe_signal("Heres cant") is None  # too few words to judge
+
+
+def test_a_formula_read_as_plain_text_on_a_scan_fires():
+    page = f"{PROSE}\n\na2+8=12\n\n{PROSE}"
+    signal = content_signals.formula_text_signal(page, [])
+    assert signal is not None and not signal.ok and "a2+8=12" in signal.detail
+    # Code, LaTeX, tables and prose with a relation in it are no formula left as text.
+    for fine in (
+        "x = 5;",
+        "$a^{2}+8=12$",
+        "$$a^{2}+8=12$$",
+        "| a | b = c |",
+        "Table 1: the flow = 41 m3/s",
+        "```\ni = 0\n```",
+    ):
+        assert content_signals.formula_text_signal(f"{PROSE}\n\n{fine}", []).ok, fine
+    # A page with a text layer is judged by its formula lines (formula_signal) instead.
+    line = Line(0, 0, 100, 10, "a2 + 8 = 12", formula=True)
+    assert content_signals.formula_text_signal(page, [line]) is None
+
+
+def _paragraphs(width: float = 1000.0) -> list[Line]:
+    """Three paragraphs of five lines in one column, each ending in a short line, as OCR
+    finds them on an upright page (the short lines flush left)."""
+    lines = []
+    y = 100.0
+    for _paragraph in range(3):
+        for row in range(5):
+            x1 = 450.0 if row == 4 else 900.0
+            lines.append(Line(100.0, y, x1, y + 20, PROSE[:50], confidence=0.99))
+            y += 25
+        y += 15
+    return lines
+
+
+def _turned_over(lines: list[Line], width: float, height: float) -> list[Line]:
+    return [
+        Line(width - ln.x1, height - ln.y1, width - ln.x0, height - ln.y0, ln.text, confidence=0.99)
+        for ln in lines
+    ]
+
+
+def test_a_page_whose_lines_were_turned_over_fires_and_an_upright_one_does_not():
+    upright = _paragraphs()
+    assert content_signals.mirrored_signal(upright, 1000.0).ok
+    mirrored = content_signals.mirrored_signal(_turned_over(upright, 1000.0, 1400.0), 1000.0)
+    assert mirrored is not None and not mirrored.ok and "upside down" in mirrored.detail
+    assert mirrored.weight == 1.0  # every short line against the wrong margin
+    assert content_signals.mirrored_signal(upright[:4], 1000.0) is None  # too few lines
+
+
+def test_right_to_left_lines_end_flush_right_and_that_is_upright():
+    arabic = "تحسين الإنتاجية وحل المشكلات من خلال البرمجة"
+    upright = [
+        Line(1000.0 - ln.x1, ln.y0, 1000.0 - ln.x0, ln.y1, arabic, confidence=0.99)
+        for ln in _paragraphs()
+    ]
+    assert content_signals.mirrored_signal(upright, 1000.0).ok
+    turned = _turned_over(upright, 1000.0, 1400.0)
+    turned = [Line(ln.x0, ln.y0, ln.x1, ln.y1, arabic) for ln in turned]
+    assert not content_signals.mirrored_signal(turned, 1000.0).ok
+
+
+def test_a_pipe_table_whose_rows_end_in_empty_cells_is_rectangular():
+    # The Redbook's authority table: an X where a role may act, empty cells where it may not.
+    table = (
+        "|User action|*JOBCTL|QIBM_DB_SECADM|QIBM_DB_SQLADM|No Authority|\n"
+        "|---|---|---|---|---|\n"
+        "|SET CURRENT DEGREE (SQL statement)|X||X||\n"
+        "|Visual Explain within Run SQL scripts|X||X|X|\n"
+        "||X|||X|\n"
+    )
+    assert signals.table_signal(table).ok
+    rows = markdown_tables(table)[0].rows
+    assert [len(row) for row in rows] == [5, 5, 5, 5]
+    assert rows[3][:2] == ["", "X"]  # a leading empty cell keeps the columns in place
+    assert not signals.table_signal(table + "|one|two|\n").ok

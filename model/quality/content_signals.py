@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 
 from model.quality.checks import math_spans
-from model.quality.page_lines import Line, order_agreement, reading_order
-from model.quality.plausibility import MIN_KNOWN_SHARE, plausibility
+from model.quality.page_lines import Line, order_agreement, reading_order, right_to_left
+from model.quality.plausibility import MIN_KNOWN_SHARE, lost_apostrophes, plausibility
 from model.quality.review import Signal, severity_below
 
 # --- plausibility ------------------------------------------------------------------------------
@@ -31,6 +31,27 @@ def plausibility_signal(markdown: str) -> Signal | None:
     detail = "" if ok else f"only {share:.0%} of its words are {language} words"
     severity = severity_below(share, MIN_KNOWN_SHARE)
     return Signal("plausibility", ok, detail, round(share, 3), severity=severity)
+
+
+# --- apostrophes --------------------------------------------------------------------------------
+
+# One contraction without its apostrophe may be a slip; two are a font or a reader that lost
+# the glyph on the whole page.
+MIN_LOST_APOSTROPHES = 2
+
+
+def apostrophe_signal(markdown: str) -> Signal | None:
+    """English contractions without their apostrophe ("Heres to the crazy ones", "Theyre",
+    "cant"): the page's apostrophes were lost, in the font's Unicode map or by the OCR. The
+    page image shows them; a reader of the text sees words that are wrong."""
+    found = lost_apostrophes(markdown)
+    if found is None:
+        return None
+    ok = len(found) < MIN_LOST_APOSTROPHES
+    examples = ", ".join(dict.fromkeys(found[:5]))
+    detail = "" if ok else f"{len(found)} contractions without their apostrophe ({examples})"
+    severity = 0.0 if ok else min(1.0, 0.6 + 0.05 * (len(found) - MIN_LOST_APOSTROPHES))
+    return Signal("apostrophes", ok, detail, float(len(found)), severity=severity)
 
 
 # --- formulas ----------------------------------------------------------------------------------
@@ -48,6 +69,47 @@ def formula_signal(markdown: str, lines: list[Line]) -> Signal | None:
     detail = "" if ok else f"{missing} formula line(s) left as text, e.g. {example!r}"
     severity = 0.0 if ok else min(1.0, 0.6 + 0.1 * (missing - 1))
     return Signal("formula", ok, detail, float(spans), severity=severity)
+
+
+# A paragraph that is a formula written as plain text: a relation between short symbols and
+# numbers and no word ("a2+8=12", "x = 2y - 1"), where the output has no LaTeX for it. Code
+# lines end in ; { } or call something, and are left alone.
+_RELATION_TEXT = re.compile(r"[=<>≤≥≈≠]")
+_FORMULA_TEXT = re.compile(r"^[A-Za-z0-9\s+\-−*/=<>≤≥≈≠^().,'²³¹]+$")
+_LONG_WORD = re.compile(r"[A-Za-z]{3,}")
+MAX_FORMULA_TEXT = 60
+
+
+def formula_text_signal(markdown: str, lines: list[Line]) -> Signal | None:
+    """Formulas left as text on a page without a text layer to find them by their fonts
+    (``formula_signal``): OCR reads "a² + 8 = 12" as "a2+8=12"."""
+    if lines:  # the text layer's formula lines judge this page (formula_signal)
+        return None
+    outside = [p.strip() for p in _outside_math_and_code(markdown).split("\n\n")]
+    found = [p for p in outside if _formula_shaped_text(p)]
+    ok = not found
+    detail = "" if ok else f"{len(found)} formula(s) left as text, e.g. {found[0][:40]!r}"
+    severity = 0.0 if ok else min(1.0, 0.6 + 0.1 * (len(found) - 1))
+    return Signal("formula_text", ok, detail, float(len(found)), severity=severity)
+
+
+def _outside_math_and_code(markdown: str) -> str:
+    text = re.sub(r"```.*?```", "\n\n", markdown, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$|\\\[.*?\\\]|\$[^$\n]+\$|\\\(.*?\\\)", " ", text, flags=re.S)
+    return text
+
+
+def _formula_shaped_text(paragraph: str) -> bool:
+    if not paragraph or len(paragraph) > MAX_FORMULA_TEXT or "\n" in paragraph:
+        return False
+    if paragraph.startswith(("|", "#", "-", "*")) or paragraph.rstrip().endswith((";", "{", "}")):
+        return False
+    return (
+        bool(_FORMULA_TEXT.match(paragraph))
+        and bool(_RELATION_TEXT.search(paragraph))
+        and bool(re.search(r"[A-Za-z]", paragraph))
+        and not _LONG_WORD.search(paragraph)
+    )
 
 
 # --- reading order -----------------------------------------------------------------------------
@@ -70,6 +132,64 @@ def order_signal(markdown: str, lines: list[Line], page_width: float | None) -> 
     detail = "" if ok else f"{1 - agreement:.0%} of its column lines' pairs out of order"
     severity = severity_below(agreement, MIN_ORDER_AGREEMENT)
     return Signal("order", ok, detail, round(agreement, 3), severity=severity)
+
+
+# --- a page read upside down -------------------------------------------------------------------
+
+# A paragraph's last line is shorter than the lines above it and starts where they start: flush
+# left in a left-to-right script, flush right in a right-to-left one. On a page whose OCR boxes
+# were turned over by a wrong orientation (read as upside down when it was not), those short
+# lines end up flush with the other side, and the page comes out bottom to top.
+MIN_MIRRORED_LINES = 3
+SHORT_LINE = 0.85  # of its neighbour's width
+EDGE_TOLERANCE = 0.015  # of the page's width
+
+
+def mirrored_signal(lines: list[Line], page_width: float | None) -> Signal | None:
+    """The OCR'd page's short lines sit against the wrong margin for its script: its lines
+    were laid out mirrored, and the output reads bottom to top."""
+    if len(lines) < 2 * MIN_MIRRORED_LINES or not page_width:
+        return None
+    start, end = _short_line_edges(lines, page_width)
+    if right_to_left(lines):
+        start, end = end, start
+    ok = end < MIN_MIRRORED_LINES or end <= 2 * start
+    detail = (
+        ""
+        if ok
+        else f"{end} short lines end against the wrong margin ({start} against the right one): "
+        "the page may have been read upside down, bottom to top"
+    )
+    severity = 0.0 if ok else round(0.5 + 0.5 * (end - start) / (end + start), 3)
+    return Signal("mirrored", ok, detail, float(end - start), severity=severity)
+
+
+def _short_line_edges(lines: list[Line], page_width: float) -> tuple[int, int]:
+    """How many short lines share their left edge, and how many their right edge, with the
+    longest line just above or below them in the same column."""
+    tolerance = EDGE_TOLERANCE * page_width
+    ordered = sorted(lines, key=lambda ln: ln.y0)
+    left = right = 0
+    for i, line in enumerate(ordered):
+        height = line.y1 - line.y0
+        neighbour: Line | None = None
+        for other in ordered[max(0, i - 6) : i + 7]:
+            if other is line or max(other.y0 - line.y1, line.y0 - other.y1) > 0.8 * height:
+                continue
+            overlap = min(line.x1, other.x1) - max(line.x0, other.x0)
+            if overlap < 0.5 * min(line.x1 - line.x0, other.x1 - other.x0):
+                continue
+            if neighbour is None or other.x1 - other.x0 > neighbour.x1 - neighbour.x0:
+                neighbour = other
+        if neighbour is None or line.x1 - line.x0 > SHORT_LINE * (neighbour.x1 - neighbour.x0):
+            continue
+        flush_left = abs(line.x0 - neighbour.x0) < tolerance
+        flush_right = abs(line.x1 - neighbour.x1) < tolerance
+        if flush_left and not flush_right:
+            left += 1
+        elif flush_right and not flush_left:
+            right += 1
+    return left, right
 
 
 # --- unreadable characters ---------------------------------------------------------------------

@@ -123,12 +123,27 @@ def right_to_left(lines: list[Line]) -> bool:
 
 def columns(lines: list[Line], page_width: float) -> list[list[Line]] | None:
     """The two columns of a band of the page, each top to bottom, when its lines sit in two
-    columns (lines that straddle the middle are left out); None otherwise."""
+    columns (lines that straddle the gutter are left out); None otherwise. The gutter is
+    looked for at the middle first, then further out, up to 30 % and 70 % of the width: a
+    page with a narrow sidebar beside its text has its gutter well off the middle. (Three
+    columns split at the middle too: the first and the last, the middle one straddling.)"""
     if not lines:
         return None
-    middle = page_width / 2
-    left = [ln for ln in lines if ln.x1 <= middle + page_width * 0.02 and ln.x0 < middle]
-    right = [ln for ln in lines if ln.x0 >= middle - page_width * 0.02 and ln.x1 > middle]
+    for share in GUTTER_SHARES:
+        split = _split_at(lines, page_width, page_width * share)
+        if split:
+            return split
+    return None
+
+
+# Where a gutter may be, as shares of the page's width, nearest the middle first.
+GUTTER_SHARES = sorted((n / 100 for n in range(30, 71, 2)), key=lambda s: abs(s - 0.5))
+
+
+def _split_at(lines: list[Line], page_width: float, gutter: float) -> list[list[Line]] | None:
+    slack = page_width * 0.02
+    left = [ln for ln in lines if ln.x1 <= gutter + slack and ln.x0 < gutter]
+    right = [ln for ln in lines if ln.x0 >= gutter - slack and ln.x1 > gutter]
     if len(left) < MIN_COLUMN_LINES or len(right) < MIN_COLUMN_LINES:
         return None
     # Two columns side by side share a vertical band; a page of short lines on the left with

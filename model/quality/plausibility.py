@@ -84,3 +84,42 @@ def plausibility(markdown: str) -> tuple[float, str] | None:
         if share >= MIN_KNOWN_SHARE:
             break
     return best
+
+
+# --- apostrophes lost ---------------------------------------------------------------------------
+
+# English contractions end in one of these after the apostrophe.
+_CONTRACTION_ENDS = ("s", "t", "re", "ve", "ll", "d", "m")
+# A word is a contraction that lost its apostrophe when the contraction is this much more
+# frequent (wordfreq's Zipf scale, a factor of ten a step): "heres" 3.2 against "here's" 4.9,
+# "cant" 4.4 against "can't" 5.8; words in their own right are not ("well" 6.0 against "we'll"
+# 4.9, "ill" 4.7 against "i'll" 5.4, "lets" 4.5 against "let's" 5.2).
+CONTRACTION_MARGIN = 1.0
+
+
+def lost_apostrophes(markdown: str) -> list[str] | None:
+    """The words of an English page that are contractions without their apostrophe ("Heres",
+    "Theyre", "cant"): a font without an apostrophe glyph, or OCR that dropped it. None where
+    the page is not judged as English (too few words, another script or language)."""
+    measured = plausibility(markdown)
+    if measured is None or measured[1] != "en":
+        return None
+    text = unicodedata.normalize("NFC", markdown_to_text(markdown))
+    found = []
+    for word in _WORD.findall(text):
+        if len(word) >= MIN_WORD_LENGTH and _contraction_of(word.lower()):
+            found.append(word)
+    return found
+
+
+@lru_cache(maxsize=50_000)
+def _contraction_of(word: str) -> str | None:
+    import wordfreq
+
+    own = wordfreq.zipf_frequency(word, "en")
+    for end in _CONTRACTION_ENDS:
+        if len(word) > len(end) and word.endswith(end):
+            contraction = f"{word[: -len(end)]}'{end}"
+            if wordfreq.zipf_frequency(contraction, "en") >= own + CONTRACTION_MARGIN:
+                return contraction
+    return None

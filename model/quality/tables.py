@@ -54,7 +54,10 @@ def _pipe_table(lines: list[str]) -> Table | None:
             if index == 1:
                 header_rows = 1
             continue
-        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        # One pipe opens the row and one closes it: ``|X||X||`` ends in two empty cells, which
+        # ``strip("|")`` would take away with the closing pipe.
+        inner = line[1:-1] if len(line) > 1 else ""
+        rows.append([cell.strip() for cell in inner.split("|")])
     if not rows:
         return None
     return Table(rows=rows, header_rows=header_rows)
