@@ -237,6 +237,7 @@ class TransformersEngine:
         rendered = time.perf_counter()
         with self._lock:  # one model, one decoding loop at a time
             ids, tokens, extra = self._decode(image)
+        assert self._checkpoint is not None  # load() above
         eos = _eos_token_id(self._checkpoint.model, self._checkpoint.processor)
         body = tokens[:-1] if tokens and tokens[-1] == eos else tokens
         # Special tokens kept, as DeepSeek-OCR's own inference decodes: <td> and the grounding
@@ -257,7 +258,7 @@ class TransformersEngine:
             extra=extra,
         )
 
-    def _decode(self, image: Image.Image) -> tuple[list[int], list[int], dict]:
+    def _decode(self, image: Image.Image) -> tuple[list[int], list[int], dict[str, Any]]:
         assert self._checkpoint is not None and self._adapter is not None
         model, processor = self._checkpoint.model, self._checkpoint.processor
         embeds: list[Tensor] | None
@@ -282,6 +283,7 @@ class TransformersEngine:
                 tokens = greedy_decode(self._adapter, [ids], prompt_embeds=embeds, **common)[0]
             extra["decoding"] = "greedy"
         else:
+            assert self._k is not None  # load() takes it from the config when not given
             counters = SpecCounters(self._k)
             with page:
                 tokens = speculative_decode(

@@ -132,7 +132,9 @@ def resolve(host: str, port: int) -> list[IPAddress]:
         ) from exc
     # getaddrinfo may add a scope to link-local IPv6 ("fe80::1%eth0"); the scope is not part
     # of the address we judge.
-    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    return list(
+        dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos)
+    )
 
 
 class GuardedBackend(httpcore.SyncBackend):

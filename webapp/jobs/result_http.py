@@ -6,12 +6,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from django.http import HttpResponse
-from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
+from webapp.core.downloads import attachment_response
 from webapp.core.errors import ApiError, conflict, unprocessable
 from webapp.jobs import outputs, selectors
 from webapp.jobs.serializers import (
@@ -102,12 +102,9 @@ def job_result_response(request, job, *, params: dict, poll: str) -> HttpRespons
             raise gone(str(exc)) from exc
         except outputs.OutputNotDrawable as exc:
             raise unprocessable(str(exc)) from exc
-        response = HttpResponse(body, content_type="application/pdf")
-        disposition = content_disposition_header(
-            as_attachment=True, filename=outputs.pdf_filename(job)
+        return attachment_response(
+            body, content_type="application/pdf", filename=outputs.pdf_filename(job)
         )
-        response["Content-Disposition"] = disposition or "attachment"
-        return response
     if kind == "markdown":
         marker = params.get("page_marker")
         if marker or params["page_markers"]:

@@ -7,9 +7,9 @@ import re
 from collections.abc import Iterator
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
-from django.utils.http import content_disposition_header
 
 from model.plaintext import markdown_to_text
+from webapp.core.downloads import attachment_response
 from webapp.core.errors import ApiError, error_body, unprocessable
 from webapp.jobs import outputs, selectors, services
 from webapp.jobs.models import Job, Page
@@ -53,6 +53,7 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
         return _layout_output(job=job, options=options)
     data = reader_data(job=job, source=source, options=options)
     tokens = data["usage"]["tokens"]
+    response: HttpResponse
     if options.response_format == "json":
         response = JsonResponse(
             {"code": 200, "status": 20000, "data": data, "meta": {"usage": {"tokens": tokens}}}
@@ -70,15 +71,13 @@ def _layout_output(*, job: Job, options: ReaderOptions) -> HttpResponse:
     tokens = job.input_tokens + job.output_tokens
     if options.output == "pdf":
         try:
-            response = HttpResponse(
-                outputs.job_searchable_pdf(job=job), content_type="application/pdf"
-            )
+            body = outputs.job_searchable_pdf(job=job)
         except outputs.OutputUnavailable as exc:
             return error_response(
                 ApiError(str(exc), http_status=410, name="GoneError", detail_code=41001)
             )
-        response["Content-Disposition"] = content_disposition_header(
-            as_attachment=True, filename=outputs.pdf_filename(job)
+        response = attachment_response(
+            body, content_type="application/pdf", filename=outputs.pdf_filename(job)
         )
     else:
         document = (

@@ -39,7 +39,7 @@ def document_source(*, body: dict, url: str | None) -> Source:
     for field in ("file", "pdf"):
         value = body.get(field)
         if isinstance(value, UploadedFile):
-            upload_size_check(size=value.size)
+            upload_size_check(size=value.size or 0)
             name = value.name or field
             return Source(data=value.read(), filename=name, url=source_url or name)
         if isinstance(value, str) and value.strip():

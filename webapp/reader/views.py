@@ -132,30 +132,34 @@ class ReaderView(_ReaderBase):
     def index(self, request):
         if "text/html" in request.headers.get("Accept", ""):
             return render(request, "home.html")
+        headers = {
+            "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
+            "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
+            "X-Timeout": "seconds to wait (above 180: 180); then a 202 with a poll link",
+            "X-No-Cache": "true to read again instead of using a cached result",
+            "X-Cache-Tolerance": "seconds: the oldest cached result to accept",
+            "X-Token-Budget": "the most tokens to spend",
+            "X-Folio-Format": "markdown (default); blocks or chunks (JSON, with boxes in "
+            "points) or pdf (a searchable PDF)",
+            "X-Folio-Chunk-Tokens": "with X-Folio-Format: chunks, the most tokens a chunk",
+            "Accept": "text/plain (default), application/json or text/event-stream",
+            "Authorization": "Bearer <key> (anonymous use is rate-limited)",
+        }
+        how = (
+            "POST / with a JSON, form or multipart body carrying `url`, `file` or `pdf`; "
+            "or GET /<url>"
+        )
         usage = {
-            "usage": "POST / with a JSON, form or multipart body carrying `url`, `file` or `pdf`; "
-            "or GET /<url>",
-            "headers": {
-                "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
-                "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
-                "X-Timeout": "seconds to wait (above 180: 180); then a 202 with a poll link",
-                "X-No-Cache": "true to read again instead of using a cached result",
-                "X-Cache-Tolerance": "seconds: the oldest cached result to accept",
-                "X-Token-Budget": "the most tokens to spend",
-                "X-Folio-Format": "markdown (default); blocks or chunks (JSON, with boxes in "
-                "points) or pdf (a searchable PDF)",
-                "X-Folio-Chunk-Tokens": "with X-Folio-Format: chunks, the most tokens a chunk",
-                "Accept": "text/plain (default), application/json or text/event-stream",
-                "Authorization": "Bearer <key> (anonymous use is rate-limited)",
-            },
+            "usage": how,
+            "headers": headers,
             "jobs": "/v1/jobs",
             "openai": "/v1/chat/completions",
             "schema": "/api/schema/",
         }
         if "application/json" in request.headers.get("Accept", ""):
             return JsonResponse({"code": 200, "status": 20000, "data": usage})
-        lines = ["Folio: document OCR with Jina Reader's conventions", "", usage["usage"], ""]
-        lines += [f"{name}: {text}" for name, text in usage["headers"].items()]
+        lines = ["Folio: document OCR with Jina Reader's conventions", "", how, ""]
+        lines += [f"{name}: {text}" for name, text in headers.items()]
         lines += [
             "",
             "Jobs API: /v1/jobs",

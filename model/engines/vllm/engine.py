@@ -26,6 +26,7 @@ import json
 import logging
 import threading
 import time
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -170,8 +171,14 @@ class VllmEngine:
         )
         self._thread.start()
 
+    def _submit(self, coroutine: Any) -> Future[Any]:
+        """Run ``coroutine`` on the engine's event loop thread (vLLM's engine is asyncio)."""
+        if self._loop is None:
+            raise EngineError("the vLLM engine is not loaded (the worker calls load() at start)")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
     def _call(self, coroutine: Any, timeout: float | None = None) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+        return self._submit(coroutine).result(timeout)
 
     # --- one page ----------------------------------------------------------------------------
 
@@ -283,9 +290,7 @@ class VllmEngine:
             extra_args=extra_args,
         )
         request_id = f"page-{next(self._ids)}"
-        future = asyncio.run_coroutine_threadsafe(
-            _generate(engine, image, params, request_id, self._prompt), self._loop
-        )
+        future = self._submit(_generate(engine, image, params, request_id, self._prompt))
         try:
             output, seconds = future.result(self.config.page_timeout)
         except FutureTimeout:
@@ -339,7 +344,8 @@ async def _tokenizer(engine: Any) -> Any:
 
 async def _detokenize(engine: Any, token_ids: list[int]) -> str:
     tokenizer = await _tokenizer(engine)
-    return tokenizer.decode(token_ids, skip_special_tokens=False)
+    text: str = tokenizer.decode(token_ids, skip_special_tokens=False)
+    return text
 
 
 async def _generate(

@@ -13,12 +13,12 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from model.documents import DocumentError
 from model.formats.types import has_page_images
+from webapp.core.downloads import attachment_response
 from webapp.jobs import outputs as job_outputs
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
@@ -205,11 +205,7 @@ def download_markdown(request, job_id):
 
 
 def _download(content, content_type: str, filename: str) -> HttpResponse:
-    response = HttpResponse(content, content_type=content_type)
-    disposition = content_disposition_header(True, filename)
-    assert disposition is not None  # as an attachment there is always one
-    response["Content-Disposition"] = disposition
-    return response
+    return attachment_response(content, content_type=content_type, filename=filename)
 
 
 @login_required

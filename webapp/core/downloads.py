@@ -1,0 +1,14 @@
+"""A file to save, not to show: the one way every view answers with a download."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.utils.http import content_disposition_header
+
+
+def attachment_response(body: bytes | str, *, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(body, content_type=content_type)
+    # As an attachment there is always a header; the name is quoted and, where it is not
+    # ASCII, given again in RFC 5987's form, so browsers save it under the same name.
+    response["Content-Disposition"] = content_disposition_header(True, filename) or "attachment"
+    return response
