@@ -75,6 +75,25 @@ def _render_pdf_page(data: bytes, page_number: int, long_side: int) -> Image.Ima
             doc.close()
 
 
+def pdf_page_image_at_dpi(
+    data: bytes, page_number: int, *, dpi: int, long_side: int
+) -> Image.Image:
+    """A PDF page drawn at ``dpi`` (the engines' zoom stops at 144 dpi, which a zoomed view
+    would show blurred), its long side at most ``long_side``."""
+    with MUPDF_LOCK:
+        doc = open_pdf(data)
+        try:
+            page = doc.load_page(_index(page_number, doc.page_count))
+            rect = page.rect
+            if max(rect.width, rect.height) <= 0:
+                raise CorruptDocument("the page has no size")
+            zoom = min(dpi / 72, long_side / max(rect.width, rect.height))
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb")
+            return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+        finally:
+            doc.close()
+
+
 def _render(page: pymupdf.Page, long_side: int) -> Image.Image:
     # page.rect already accounts for /Rotate, and get_pixmap renders the page as shown.
     zoom = render_zoom(page.rect, long_side)

@@ -7,7 +7,8 @@ import os
 import socket
 from datetime import timedelta
 
-from celery.exceptions import SoftTimeLimitExceeded
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
@@ -15,10 +16,12 @@ from model import pipeline
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
+from ocr_worker.page_images import page_images_make
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
 from webapp.core.workers import served_engines_or_none
 from webapp.jobs import engine_waits, heartbeat, liveness, services
+from webapp.jobs.models import Job
 from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
@@ -26,8 +29,36 @@ logger = logging.getLogger(__name__)
 RETRY_BACKOFF_MAX_SECONDS = 120
 
 
+class PageTask(Task):
+    """A page task whose hard time limit ends its page at once.
+
+    At the hard limit the pool kills the process in the middle of the page (MuPDF's C code
+    does not hear the soft limit), and the page would stay ``running`` until the reaper sent
+    it again, to be killed again, up to FOLIO_PAGE_MAX_ATTEMPTS times. Celery calls
+    ``on_failure`` with ``TimeLimitExceeded`` in the pool's parent when it kills the child:
+    the page fails there, with that reason, and is not retried."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        if not isinstance(exc, TimeLimitExceeded) or not args:
+            return
+        from django.db import connection
+
+        try:
+            services.page_fail_stopped(
+                page_id=int(args[0]),
+                task_id=task_id,
+                error=f"the page was stopped at the hard time limit "
+                f"({settings.FOLIO_PAGE_TIME_LIMIT} s); not retried",
+            )
+        except Exception:  # the reaper still ends the page, after its own delay
+            logger.exception("page %s: could not record the hard time limit", args[0])
+        finally:
+            connection.close()  # the pool's parent holds no connection between kills
+
+
 @app.task(
     name="folio.transcribe_page",
+    base=PageTask,
     bind=True,
     # Safe to redeliver when a worker dies mid-page: the claim makes a second run a no-op
     # once the page is saved, and a rerun of an unsaved page replaces nothing.
@@ -49,15 +80,21 @@ def transcribe_page(self, page_id: int) -> str:
 
 def _transcribe(task, claim: services.PageClaim) -> str:
     engine = load_engine(claim.engine)
-    page = PageInput(
-        data=document_bytes(claim.document_name),
-        mime_type=claim.mime_type,
-        page_number=claim.number,
-    )
+    data = document_bytes(claim.document_name)
     try:
+        # The page's images for the viewer, drawn in a child process with a wall-clock
+        # limit: a page that cannot be drawn in time fails here, before an engine is stuck
+        # in it.
+        refusal = page_images_make(
+            job_id=claim.job_id, number=claim.number, data=data, mime_type=claim.mime_type
+        )
+        if refusal is not None:
+            services.page_fail(claim=claim, error=refusal)
+            return "failed"
         # The engine's transcription, normalised as asked, with its quality signals.
+        page = PageInput(data=data, mime_type=claim.mime_type, page_number=claim.number)
         result = pipeline.transcribe_page(engine, page, EngineOptions.from_dict(claim.options))
-        # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn from it).
+        # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn above).
         pipeline.attach_page_images(page, result)
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
@@ -85,6 +122,22 @@ def _transcribe(task, claim: services.PageClaim) -> str:
         return "failed"
     services.page_complete(claim=claim, result=result, engine_version=engine.version)
     return "done"
+
+
+@app.task(name=services.page_images.RENDER_PAGE_IMAGE, acks_late=True)
+def render_page_image(job_id: str, number: int) -> str:
+    """The images of a finished page that has none stored (answered from the result cache,
+    or read before images were stored), asked for by the viewer."""
+    job = Job.objects.select_related("document").filter(pk=job_id).first()
+    if job is None or job.is_expired or job.document.file_deleted_at is not None:
+        return "gone"
+    refusal = page_images_make(
+        job_id=job.pk,
+        number=number,
+        data=document_bytes(job.document.file.name),
+        mime_type=job.document.mime_type,
+    )
+    return "failed" if refusal else "drawn"
 
 
 @app.task(name="folio.reap_pages", acks_late=True)

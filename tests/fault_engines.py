@@ -9,6 +9,7 @@ retries, saving, finalizing) is the production code.
 from __future__ import annotations
 
 import logging
+import signal
 import time
 from typing import ClassVar
 
@@ -75,11 +76,26 @@ class RepeatingEngine(_FaultEngine):
         )
 
 
+class StuckEngine(_FaultEngine):
+    """A page stuck where the soft time limit cannot reach it, as MuPDF is in its C code on
+    a hostile drawing: the soft limit's signal is blocked, so only the hard kill ends it."""
+
+    name: ClassVar[str] = "fault-stuck"
+
+    def transcribe(self, page: PageInput, options: EngineOptions) -> PageResult:
+        # Celery's soft limit arrives as SIGUSR1 (billiard's pool); C code never sees it.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        logger.info("page %s: stuck on purpose", page.page_number)
+        time.sleep(3600)
+        raise AssertionError("the hard time limit should have killed this process")
+
+
 FAULT_ENGINES = {
     "fault-crash": "tests.fault_engines:CrashingEngine",
     "fault-refuse": "tests.fault_engines:RefusingEngine",
     "fault-hang": "tests.fault_engines:HangingEngine",
     "fault-repeat": "tests.fault_engines:RepeatingEngine",
+    "fault-stuck": "tests.fault_engines:StuckEngine",
 }
 
 

@@ -146,3 +146,43 @@ def markup_pdf() -> bytes:
     for line, text in enumerate(("Injected text follows.", *INJECTED_MARKUP)):
         page.insert_text((72, 90 + 30 * line), text, fontsize=12)
     return doc.tobytes()
+
+
+def fan_out_pdf(depth: int = 8, fan_out: int = 10) -> bytes:
+    """One page whose drawing draws itself ``fan_out`` times, ``depth`` levels deep: a chain
+    of form XObjects, each painting the next ``fan_out`` times, the last a tiny rectangle.
+    About 2.5 KB at the defaults, and 10^8 rectangles for a renderer (or a text extractor)
+    to walk: the file is small, the work is not, and no size or page limit sees it."""
+    first_form = 4
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Count 1 /Kids [3 0 R] >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+        b"/Resources << /XObject << /F %d 0 R >> >> >>" % (first_form + depth, first_form),
+    ]
+    for level in range(depth):
+        if level == depth - 1:
+            content = b"0 0 1 1 re f"
+            resources = b"<< >>"
+        else:
+            content = b" ".join([b"/F Do"] * fan_out)
+            resources = b"<< /XObject << /F %d 0 R >> >>" % (first_form + level + 1)
+        objects.append(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources %s "
+            b"/Length %d >>\nstream\n%s\nendstream" % (resources, len(content), content)
+        )
+    page_content = b"q /F Do Q"
+    objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(page_content), page_content))
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

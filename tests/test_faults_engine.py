@@ -32,7 +32,10 @@ from webapp.jobs.queueing import engine_queue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-SOFT_TIME_LIMIT = 2
+# Room for the page's drawing (a child process: about a second, more on a busy host) before
+# the engine's misbehaviour begins.
+SOFT_TIME_LIMIT = 5
+HARD_TIME_LIMIT = SOFT_TIME_LIMIT + 5
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -50,7 +53,7 @@ def fault_worker(django_db_setup, fault_engines_known):
     env = {
         "FOLIO_EXTRA_ENGINES": extra_engines_value(),
         "FOLIO_PAGE_SOFT_TIME_LIMIT": str(SOFT_TIME_LIMIT),
-        "FOLIO_PAGE_TIME_LIMIT": str(SOFT_TIME_LIMIT + 10),
+        "FOLIO_PAGE_TIME_LIMIT": str(HARD_TIME_LIMIT),
     }
     with WorkerProcess(queues=queues, concurrency=2, env=env) as process:
         yield process
@@ -103,6 +106,25 @@ def test_an_engine_that_hangs_is_stopped_at_the_page_time_limit_saying_so(api, f
     assert page["error"] == f"the page took longer than {SOFT_TIME_LIMIT} s, the limit"
     assert time.monotonic() - started < SOFT_TIME_LIMIT + 20
     # The worker process survived the interruption and takes the next page.
+    assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_a_page_killed_at_the_hard_time_limit_fails_at_once_and_is_not_retried(api, fault_worker):
+    """Past the soft limit in code that does not hear it, the pool kills the process at the
+    hard limit: the page fails then, saying so, after its one attempt (it used to stay
+    running until the reaper sent it again, to be killed again, three times)."""
+    started = time.monotonic()
+    job = wait_for_job(api, submit_to(api, "fault-stuck"), timeout=60)
+
+    assert job["status"] == "failed"
+    page = Page.objects.get(job_id=job["id"])
+    assert page.error == (
+        f"the page was stopped at the hard time limit ({HARD_TIME_LIMIT} s); not retried"
+    )
+    assert page.attempts == 1
+    assert time.monotonic() - started < HARD_TIME_LIMIT + 20
+    # The pool replaced the killed process, and the next page is read.
     assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
 
 

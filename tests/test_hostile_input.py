@@ -387,3 +387,82 @@ def test_a_figure_name_that_is_a_folder_is_a_404(api, name):
     response = api.get(f"/v1/jobs/{job_id}/figures/{name}")
 
     assert response.status_code == 404, response.content
+
+
+# --- a page whose drawing never ends -----------------------------------------------------
+# docs/RELIABILITY.md: the web process never draws a page; workers draw in a child process
+# with a wall-clock limit; a page stopped by a limit fails at once, unretried.
+
+API_LATENCY_SECONDS = 2  # what the jobs list takes with nothing else going on, with room
+
+
+def test_the_fan_out_pdf_is_small_and_its_drawing_fans_out():
+    data = hostile.fan_out_pdf()
+    assert len(data) < 2500
+    assert data.count(b"/F Do") == 7 * 10 + 1  # 10^8 rectangles from 71 calls
+
+
+def test_the_web_process_never_draws_a_page_image_it_answers_202_until_a_worker_has(api, client):
+    response = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf")
+    assert response.status_code == 202, response.content
+    job = Job.objects.get(pk=response.json()["id"])
+    client.force_login(job.owner)
+
+    started = time.monotonic()
+    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
+    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
+    listed = api.get("/v1/jobs")
+    elapsed = time.monotonic() - started
+
+    assert (image.status_code, full.status_code, listed.status_code) == (202, 202, 200)
+    assert image["Retry-After"] and b"Not drawn yet" in image.content
+    assert elapsed < API_LATENCY_SECONDS
+
+
+def test_a_page_image_is_served_as_the_worker_stored_it_and_a_failed_page_has_none(api, client):
+    from model.page_images import PageImages
+    from webapp.jobs import services as job_services
+
+    job = Job.objects.get(pk=post_jobs(api, documents.png_page(), "p.png").json()["id"])
+    client.force_login(job.owner)
+    job_services.page_images_save(
+        job_id=job.pk, number=1, images=PageImages(panel=b"panel-jpeg", full=b"full-jpeg")
+    )
+
+    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
+    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
+    assert (image.status_code, image["Content-Type"]) == (200, "image/jpeg")
+    assert b"".join(image.streaming_content) == b"panel-jpeg"
+    assert b"".join(full.streaming_content) == b"full-jpeg"
+
+    other = Job.objects.get(pk=post_jobs(api, hostile.fan_out_pdf(), "f.pdf").json()["id"])
+    Page.objects.filter(job=other).update(status=Page.Status.FAILED, error="too complex")
+    assert client.get(f"/jobs/{other.pk}/pages/1.jpg").status_code == 404
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(api):
+    from tests.workers import WorkerProcess, purge_queues
+
+    purge_queues("ocr.local", "folio")
+    render_limit = 3
+    with WorkerProcess(concurrency=1, env={"FOLIO_PAGE_RENDER_TIMEOUT": str(render_limit)}):
+        started = time.monotonic()
+        job_id = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf").json()["id"]
+        slowest = 0.0
+        while Job.objects.get(pk=job_id).status in Job.ACTIVE:
+            assert time.monotonic() - started < 60, "the fan-out page was not stopped"
+            asked = time.monotonic()
+            assert api.get("/v1/jobs").status_code == 200
+            slowest = max(slowest, time.monotonic() - asked)
+            time.sleep(0.2)
+        # The worker takes the next document straight away: nothing of it is stuck.
+        fine = post_jobs(api, documents.png_page(), "fine.png").json()["id"]
+        assert wait_for_job(api, fine, timeout=60)["status"] == "succeeded"
+
+    page = Page.objects.get(job_id=job_id)
+    assert page.status == Page.Status.FAILED
+    assert page.attempts == 1
+    assert f"took longer than {render_limit} s" in page.error and "not retried" in page.error
+    assert slowest < API_LATENCY_SECONDS

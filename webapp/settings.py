@@ -231,6 +231,10 @@ CACHES = {
 FOLIO_PAGE_SOFT_TIME_LIMIT = env_int("FOLIO_PAGE_SOFT_TIME_LIMIT", 300, minimum=1)
 FOLIO_PAGE_TIME_LIMIT = env_int("FOLIO_PAGE_TIME_LIMIT", FOLIO_PAGE_SOFT_TIME_LIMIT + 30, minimum=1)
 # A page whose worker died this many times is failed instead of handed to yet another worker.
+# Seconds a worker may spend drawing one page (in a child process it kills past this); a page
+# that takes longer fails at once, unretried (model/page_images.py). The soft limit, if
+# shorter, also kills the child: the worker waits for it in Python, where the signal lands.
+FOLIO_PAGE_RENDER_TIMEOUT = env_int("FOLIO_PAGE_RENDER_TIMEOUT", 60, minimum=1)
 FOLIO_PAGE_MAX_ATTEMPTS = env_int("FOLIO_PAGE_MAX_ATTEMPTS", 3, minimum=1)
 # An unacknowledged message is handed out again after this long: longer than the longest page.
 FOLIO_BROKER_VISIBILITY_TIMEOUT = env_int(

@@ -1,4 +1,5 @@
-"""Files the browser interface makes: page images and the result zip."""
+"""Files the browser interface serves: the page images the workers stored, and the result
+zip."""
 
 from __future__ import annotations
 
@@ -7,50 +8,51 @@ import json
 import logging
 import zipfile
 
-import pymupdf
+from django.core.files import File
 from django.core.files.storage import default_storage
-from PIL import Image
 
-from model.documents import MUPDF_LOCK, PDF
 from model.formats.types import CONVERTED_KINDS, format_of
-from model.rendering import open_page_image, open_pdf_page
 from webapp.jobs import selectors as job_selectors
+from webapp.jobs import services as job_services
 from webapp.jobs.models import Job, Page
 
 logger = logging.getLogger(__name__)
 
-# Big enough to read the page beside its text on a large screen, small enough to send fast.
-PAGE_IMAGE_LONG_SIDE = 1400
-# The zoomed page view loads the page drawn for 200 % (twice 96 dpi), its long side capped.
-PAGE_IMAGE_FULL_DPI = 192
-PAGE_IMAGE_FULL_LONG_SIDE = 2400
-
 
 class PageImageUnavailable(Exception):
-    """The document's file is gone (retention or deletion); the message says so."""
+    """The page has no image and will not get one; the message says why."""
 
 
-def page_image_jpeg(*, job: Job, number: int, full: bool = False) -> bytes:
-    """A page as JPEG: panel-sized, or with ``full`` at the zoomable view's resolution."""
+class PageImageNotReady(Exception):
+    """A worker has not drawn the page yet (it is waiting, or being drawn on request)."""
+
+
+def page_image_stored(*, job: Job, number: int, full: bool = False) -> File:
+    """The page's image as the worker stored it, open for reading. Nothing is drawn here: a
+    page's drawing can take minutes (docs/RELIABILITY.md), and the web process must answer
+    everyone else meanwhile."""
     document = job.document
     if document.file_deleted_at is not None or job.is_expired:
         raise PageImageUnavailable("the document's file was deleted when its results expired")
+    page = job.pages.filter(number=number).only("status", "extra").first()
+    if page is None:
+        raise PageImageUnavailable("that page is not part of this job")
     fmt = format_of(document.mime_type)
     if fmt is not None and fmt.kind in CONVERTED_KINDS:
-        return _stored_page_image(job=job, number=number, full=full, name=fmt.name)
+        return _stored_office_page_image(page, full=full, name=fmt.name)
     try:
-        with document.file.open("rb") as handle:
-            data = handle.read()
-    except FileNotFoundError as exc:
-        raise PageImageUnavailable("the document's file is no longer stored") from exc
-    if full and document.mime_type == PDF:
-        image = _pdf_page_full(data, number)
-    else:
-        long_side = PAGE_IMAGE_FULL_LONG_SIDE if full else PAGE_IMAGE_LONG_SIDE
-        image = open_page_image(data, document.mime_type, number, long_side=long_side)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=85, optimize=True)
-    return buffer.getvalue()
+        return default_storage.open(
+            job_services.page_image_name(job_id=job.pk, number=number, full=full), "rb"
+        )
+    except FileNotFoundError:
+        pass
+    if page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
+        raise PageImageNotReady("the page is drawn when a worker reads it")
+    if page.status == Page.Status.SUCCEEDED:
+        # Answered from the result cache, or read before images were stored: ask for it.
+        job_services.page_image_render_request(job=job, number=number)
+        raise PageImageNotReady("the page is being drawn")
+    raise PageImageUnavailable("this page could not be drawn")
 
 
 def stored_page_image(page: Page) -> dict:
@@ -59,39 +61,21 @@ def stored_page_image(page: Page) -> dict:
     return image if isinstance(image, dict) else {}
 
 
-def _stored_page_image(*, job: Job, number: int, full: bool, name: str) -> bytes:
+def _stored_office_page_image(page: Page, *, full: bool, name: str) -> File:
     """An Office or OpenDocument page's image, drawn by the worker from LibreOffice's layout
     of the document (model.formats.renditions) and stored with the job's results."""
-    page = job.pages.filter(number=number).first()
-    path = stored_page_image(page).get("full_path" if full else "path") if page else None
+    path = stored_page_image(page).get("full_path" if full else "path")
+    if not path and page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
+        raise PageImageNotReady("the page is drawn when a worker reads it")
     if not path:
         raise PageImageUnavailable(
             f"a {name} page is drawn by LibreOffice in the worker when it is read, and this "
-            "one was not (not read yet, or the worker has no LibreOffice)"
+            "one was not (the worker has no LibreOffice)"
         )
     try:
-        with default_storage.open(path, "rb") as handle:
-            return bytes(handle.read())
+        return default_storage.open(path, "rb")
     except FileNotFoundError as exc:
         raise PageImageUnavailable("the page image is no longer stored") from exc
-
-
-def _pdf_page_full(data: bytes, number: int) -> Image.Image:
-    """A PDF page drawn at PAGE_IMAGE_FULL_DPI (the engines' renderer stops at 144 dpi, which
-    a 200 % view would show blurred), long side at most PAGE_IMAGE_FULL_LONG_SIDE."""
-    with MUPDF_LOCK:
-        doc = open_pdf_page(data, number)
-        try:
-            rect = doc[0].rect
-            zoom = min(
-                PAGE_IMAGE_FULL_DPI / 72, PAGE_IMAGE_FULL_LONG_SIDE / max(rect.width, rect.height)
-            )
-            pix = doc[0].get_pixmap(
-                matrix=pymupdf.Matrix(zoom, zoom), alpha=False, colorspace="rgb"
-            )
-            return Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-        finally:
-            doc.close()
 
 
 def result_zip(*, job: Job, stem: str) -> bytes:

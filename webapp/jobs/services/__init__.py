@@ -21,6 +21,11 @@ from webapp.jobs.services.options import (
     Refusal,
     SubmissionError,
 )
+from webapp.jobs.services.page_images import (
+    page_image_name,
+    page_image_render_request,
+    page_images_save,
+)
 from webapp.jobs.services.page_lifecycle import (
     PageClaim,
     figure_name_is_plain,
@@ -28,6 +33,7 @@ from webapp.jobs.services.page_lifecycle import (
     page_claim,
     page_complete,
     page_fail,
+    page_fail_stopped,
     page_retry_later,
     retention_expiry,
 )
@@ -61,6 +67,10 @@ __all__ = [
     "page_claim",
     "page_complete",
     "page_fail",
+    "page_fail_stopped",
+    "page_image_name",
+    "page_image_render_request",
+    "page_images_save",
     "page_retry_later",
     "pages_reap",
     "pages_send",

@@ -172,6 +172,24 @@ def page_fail(*, claim: PageClaim, error: str) -> bool:
         )
 
 
+def page_fail_stopped(*, page_id: int, task_id: str, error: str) -> bool:
+    """Fail a page whose worker process was killed at the hard time limit, at once: a page
+    that ran that long is what made it run that long, and another attempt would cost as much
+    again. Called by the worker's pool parent (the child is gone), so it finds the page by its
+    message: a page since handed to another message is left alone."""
+    with transaction.atomic():
+        page = (
+            Page.objects.filter(pk=page_id, task_id=task_id, status=Page.Status.RUNNING)
+            .values("job_id", "attempts")
+            .first()
+        )
+        if page is None:
+            return False
+        return _page_finish_failed(
+            page_id=page_id, job_id=page["job_id"], attempts=page["attempts"], error=error
+        )
+
+
 def page_retry_later(*, claim: PageClaim, error: str) -> bool:
     """Put the page back in the queue state while its message waits out a back-off."""
     return bool(

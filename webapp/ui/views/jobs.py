@@ -10,13 +10,12 @@ from pathlib import PurePath
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
-from model.documents import DocumentError
 from model.formats.types import has_page_images
 from webapp.core.downloads import attachment_response
 from webapp.jobs import outputs as job_outputs
@@ -147,17 +146,22 @@ def page_panel(request, job_id, number: int):
 
 @login_required
 def page_image(request, job_id, number: int):
+    """The page's image as its worker stored it; 202 while it is not drawn yet."""
     job = _owned_job(request, job_id)
-    if not job.pages.filter(number=number).exists():
-        raise Http404("That page is not part of this job.")
     try:
-        data = services.page_image_jpeg(job=job, number=number, full=request.GET.get("full") == "1")
+        stored = services.page_image_stored(
+            job=job, number=number, full=request.GET.get("full") == "1"
+        )
+    except services.PageImageNotReady as exc:
+        waiting = HttpResponse(
+            f"Not drawn yet: {exc}.", status=202, content_type="text/plain; charset=utf-8"
+        )
+        waiting["Retry-After"] = "2"
+        waiting["Cache-Control"] = "no-store"
+        return waiting
     except services.PageImageUnavailable as exc:
         raise Http404(f"The page image is not available: {exc}.") from exc
-    except DocumentError as exc:
-        logger.warning("page %s of job %s cannot be drawn: %s", number, job.id, exc)
-        raise Http404("This page cannot be drawn as an image.") from exc
-    response = HttpResponse(data, content_type="image/jpeg")
+    response = FileResponse(stored, content_type="image/jpeg")
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

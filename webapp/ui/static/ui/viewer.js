@@ -118,4 +118,19 @@
     const panels = document.querySelector("[data-panels]");
     if (panels) new MutationObserver(() => setUp(panels)).observe(panels, { childList: true, subtree: true });
   });
+
+  // A page image that no worker has drawn yet answers 202 with no image (the server never
+  // draws a page itself): ask again shortly, while the server still says 202.
+  document.addEventListener("error", async (event) => {
+    const image = event.target;
+    if (!(image instanceof HTMLImageElement) || !image.closest("[data-page-view]")) return;
+    const tries = Number(image.dataset.tries || 0);
+    if (tries >= 60) return;
+    const url = new URL(image.src, window.location.href);
+    const answer = await fetch(url, { method: "HEAD", credentials: "same-origin" }).catch(() => null);
+    if (!answer || answer.status !== 202) return;
+    image.dataset.tries = String(tries + 1);
+    url.searchParams.set("try", String(tries + 1));
+    setTimeout(() => { image.src = url.toString(); }, 2000);
+  }, true);
 })();

@@ -1,0 +1,56 @@
+"""Page images for the job page's viewer: drawn and stored by the worker that reads the page
+(``ocr_worker/page_images.py``), served as stored by the web process, which never draws or
+decodes a page (a hostile page could hold it for minutes: docs/RELIABILITY.md).
+
+They live with the job's other files (``results/<job id>/pages/``), so deleting the job or
+its retention deletes them too."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.core.cache import cache
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from model.page_images import PageImages
+from ocr_worker.celery_app import app
+from webapp.core.queues import engine_queue
+from webapp.jobs.models import Job
+from webapp.jobs.services.page_lifecycle import page_image_storage_name
+
+logger = logging.getLogger(__name__)
+
+# A finished page with no stored image (answered from the result cache, or read before
+# images were stored) gets one render request per this many seconds, however often it is
+# asked for.
+RENDER_REQUEST_SECONDS = 60
+RENDER_PAGE_IMAGE = "folio.render_page_image"
+
+
+def page_image_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:
+    # The same names as an Office page's images (stored by page_complete).
+    return page_image_storage_name(job_id=job_id, number=number, full=full)
+
+
+def page_images_save(*, job_id: uuid.UUID, number: int, images: PageImages) -> None:
+    for full, data in ((False, images.panel), (True, images.full)):
+        name = page_image_name(job_id=job_id, number=number, full=full)
+        if default_storage.exists(name):
+            default_storage.delete(name)  # a rerun of the page: the same drawing, replaced
+        default_storage.save(name, ContentFile(data))
+
+
+def page_image_render_request(*, job: Job, number: int) -> bool:
+    """Ask a worker of the job's engine to draw a page that has no stored image; ``False``
+    when one was asked for recently (or the broker is away)."""
+    if not cache.add(f"page-image:{job.pk}:{number}", 1, RENDER_REQUEST_SECONDS):
+        return False
+    try:
+        app.send_task(RENDER_PAGE_IMAGE, args=[str(job.pk), number], queue=engine_queue(job.engine))
+    except Exception:  # the broker is away: the viewer asks again later
+        logger.exception("could not ask for the image of page %s of job %s", number, job.pk)
+        cache.delete(f"page-image:{job.pk}:{number}")
+        return False
+    return True
