@@ -194,14 +194,23 @@ def _rate_refusal(*, user: User, client: str, limit: int, wait: int) -> QuotaExc
     )
 
 
-def request_rate_check(*, user: User, client: str = "", now: datetime | None = None) -> None:
-    """Refuse early, without counting, a submission ``request_rate_take`` would refuse now."""
+def request_rate_check(
+    *, user: User, client: str = "", amount: int = 1, now: datetime | None = None
+) -> None:
+    """Refuse early, without counting, ``amount`` submissions (one request's jobs, all or
+    none) that ``request_rate_take`` would refuse now."""
     limit = limits_for(user=user).requests_per_minute
     if not limit:
         return
+    if amount > limit:
+        raise QuotaExceeded(
+            f"{amount} documents in one request, and {_who(user)} may submit {limit} per "
+            "minute; send fewer at a time",
+            retry_after=None,
+        )
     now = now or timezone.now()
     kind = UsageCounter.Kind.REQUESTS_MINUTE
-    if _used(user=user, client=client, kind=kind, now=now) >= limit:
+    if _used(user=user, client=client, kind=kind, now=now) + amount > limit:
         wait = _seconds_until(_window(kind, now)[1], now)
         raise _rate_refusal(user=user, client=client, limit=limit, wait=wait)
 

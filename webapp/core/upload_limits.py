@@ -40,6 +40,10 @@ def max_request_bytes() -> int:
     return settings.FOLIO_MAX_UPLOAD_BYTES + REQUEST_OVERHEAD_BYTES
 
 
+# The OpenAI-compatible endpoint (webapp/reader/chat.py) answers errors in OpenAI's shape.
+OPENAI_PATH_PREFIX = "/v1/chat/"
+
+
 class RequestSizeLimitMiddleware:
     """413 on ``Content-Length`` alone: the body is never read, and the connection closes
     (a server must not read the rest of it to reuse the connection)."""
@@ -71,6 +75,10 @@ def too_large_response(request, message: str) -> HttpResponse:
 
     if request.path == UI_UPLOAD_PATH:
         return JsonResponse({"ok": False, "error": _sentence(message)}, status=413)
+    if request.path.startswith(OPENAI_PATH_PREFIX):
+        # OpenAI's clients parse only their own error shape.
+        error = {"message": message, "type": "invalid_request_error", "param": None}
+        return JsonResponse({"error": error | {"code": "request_too_large"}}, status=413)
     if "text/html" in request.headers.get("Accept", ""):
         return HttpResponse(_sentence(message), status=413, content_type="text/plain")
     body = error_body(

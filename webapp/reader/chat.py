@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -25,7 +26,7 @@ from webapp.jobs.models import Job
 from webapp.jobs.waiting import job_updates, job_wait
 from webapp.reader.engines import engine_for_model, engines_serving_now
 from webapp.reader.options import MODELS
-from webapp.reader.sources import document_source
+from webapp.reader.sources import Source, document_source
 
 
 class ChatError(exceptions.APIException):
@@ -40,6 +41,13 @@ class ChatError(exceptions.APIException):
 
 
 def openai_exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own refusal would be an HTML 400, which OpenAI's clients cannot parse.
+        exc = ChatError(
+            "the request body is too large; send fewer or smaller images",
+            status=413,
+            code="request_too_large",
+        )
     response = exception_handler(exc, context)
     if response is None:
         return None
@@ -98,7 +106,16 @@ class ChatCompletionsView(OpenAIView):
             )
         engine = _engine(model)
         images = _image_urls(body.get("messages"))
-        jobs = [self._submit(request, engine=engine, url=url) for url in images]
+        # Every image is fetched and checked before any job is written: all or nothing.
+        sources = [_source(url) for url in images]
+        try:
+            jobs = services.jobs_submit_together(
+                owner=request.user,
+                documents=[(source.data, source.filename) for source in sources],
+                engine=engine,
+            )
+        except services.SubmissionError as exc:
+            raise submission_api_error(exc) from exc
         timeout = settings.FOLIO_READER_TIMEOUT
         if body.get("stream"):
             return _stream(jobs, model=model, timeout=timeout)
@@ -113,17 +130,11 @@ class ChatCompletionsView(OpenAIView):
             )
         return JsonResponse(_completion(finished, model=model))
 
-    def _submit(self, request, *, engine: str, url: str) -> Job:
-        if url.startswith("data:"):
-            source = document_source(body={"file": url}, url=None)
-        else:
-            source = document_source(body={}, url=url)
-        try:
-            return services.job_submit(
-                owner=request.user, data=source.data, filename=source.filename, engine=engine
-            )
-        except services.SubmissionError as exc:
-            raise submission_api_error(exc) from exc
+
+def _source(url: str) -> Source:
+    if url.startswith("data:"):
+        return document_source(body={"file": url}, url=None)
+    return document_source(body={}, url=url)
 
 
 def _available(model: str) -> bool:

@@ -123,6 +123,43 @@ def job_submit(
     return job_create(submission=submission, cache=cache or CachePolicy())
 
 
+def jobs_submit_together(
+    *,
+    owner: User,
+    documents: Sequence[tuple[bytes, str | None]],
+    engine: str | None = None,
+    client: str = "",
+) -> list[Job]:
+    """One job per document, all or none: every document is checked, and the quotas for all
+    of them, before anything is written; then the jobs are written in one transaction, so a
+    refusal of the last one (a quota reached meanwhile) takes back the others, charges
+    included, and sends no page."""
+    engine = _validated_engine(engine)
+    for data, _ in documents:
+        upload_size_check(size=len(data))
+    _engine_served_check(engine)
+    _quota(account_services.request_rate_check, user=owner, client=client, amount=len(documents))
+    options = JobOptions.parse()
+    submissions = [
+        submission_validate(
+            owner=owner,
+            data=data,
+            filename=filename,
+            page_selection=None,
+            engine=engine,
+            options=options,
+            client=client,
+        )
+        for data, filename in documents
+    ]
+    pages = sum(len(submission.page_numbers) for submission in submissions)
+    _quota(account_services.page_quota_check, user=owner, client=client, pages=pages)
+    with transaction.atomic():
+        return [
+            job_create(submission=submission, cache=CachePolicy()) for submission in submissions
+        ]
+
+
 def submission_validate(
     *,
     owner: User,
