@@ -241,11 +241,18 @@ def _inspect_image(data: bytes) -> int:
                 raise DocumentTooLarge(
                     f"the image has {frames} frames; we take at most {MAX_IMAGE_FRAMES}"
                 )
+            # Headers only: each frame's size is checked, no frame is decoded. Decoding is
+            # the worker's (one page each, under its time limit); in the web process a
+            # 2,000-frame scan decoded frame by frame held a request for over a minute. A
+            # frame whose pixels turn out damaged fails as its page, saying so.
             for index in range(frames):
                 image.seek(index)
                 check_pixel_count(image.size)
-                image.load()
-            return frames
+        with _open_image(data) as image:
+            # The file's own structure, where its format checks one without decoding (PNG:
+            # every chunk and its checksum, so a truncated file is refused here).
+            image.verify()
+        return frames
     except DocumentError:
         raise
     except (OSError, SyntaxError, ValueError, EOFError) as exc:

@@ -466,3 +466,27 @@ def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(a
     assert page.attempts == 1
     assert f"took longer than {render_limit} s" in page.error and "not retried" in page.error
     assert slowest < API_LATENCY_SECONDS
+
+
+# --- long synchronous work on the web threads -----------------------------------------------
+
+
+def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(api, monkeypatch):
+    """The web process counts the frames and checks each one's size; decoding a frame is a
+    worker's job, one page at a time under its time limit."""
+    from PIL import ImageFile
+
+    decoded = []
+    real_load = ImageFile.ImageFile.load
+    monkeypatch.setattr(
+        ImageFile.ImageFile, "load", lambda image: decoded.append(image) or real_load(image)
+    )
+
+    started = time.monotonic()
+    response = post_jobs(api, hostile.many_frames_tiff(), "scan.tiff", pages="1-3")
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == 202, response.content
+    assert response.json()["document"]["page_count"] == 2000
+    assert decoded == []
+    assert elapsed < REFUSAL_SECONDS
