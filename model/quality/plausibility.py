@@ -67,6 +67,9 @@ def known_share(words: list[str], language: str) -> float:
     return sum(_known(language, word) for word in words) / len(words)
 
 
+# The plausibility and apostrophe signals both judge the same page's words: it is measured
+# once.
+@lru_cache(maxsize=8)
 def plausibility(markdown: str) -> tuple[float, str] | None:
     """The best share of known words over the script's languages, and that language; None
     where the page has too few words, or a script this check has no list for."""
