@@ -3,6 +3,7 @@ script (e.g. 500, 500, then 200), as a webhook receiver would."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ class Receiver:
     # One (status, headers) per request in order; the last one repeats.
     script: list[tuple[int, dict[str, str]]] = field(default_factory=lambda: [(200, {})])
     received: list[Received] = field(default_factory=list)
+    # Answer a verification event with its challenge, as an endpoint that passes it does.
+    echo_challenge: bool = False
 
     def __post_init__(self):
         receiver = self
@@ -36,9 +39,12 @@ class Receiver:
                 self.send_response(status)
                 for name, value in headers.items():
                     self.send_header(name, value)
-                self.send_header("content-length", "2")
+                answer = b"ok"
+                if receiver.echo_challenge:
+                    answer = json.loads(body).get("data", {}).get("challenge", "").encode()
+                self.send_header("content-length", str(len(answer)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(answer)
 
             def log_message(self, *args):  # keep the test output quiet
                 pass

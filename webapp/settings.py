@@ -327,6 +327,8 @@ FOLIO_WEBHOOK_TIMEOUT = env_int("FOLIO_WEBHOOK_TIMEOUT", 10, minimum=1)
 FOLIO_WEBHOOK_SWEEP_SECONDS = env_int("FOLIO_WEBHOOK_SWEEP_SECONDS", 30, minimum=1)
 # After a secret rotation the old secret keeps signing (beside the new one) this long.
 FOLIO_WEBHOOK_ROTATION_HOURS = env_int("FOLIO_WEBHOOK_ROTATION_HOURS", 24, minimum=0)
+# Redeliveries a user may ask for (DRF rate: N/second|minute|hour|day), each a request sent.
+FOLIO_WEBHOOK_REDELIVER_RATE = env_str("FOLIO_WEBHOOK_REDELIVER_RATE", "10/min")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

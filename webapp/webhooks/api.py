@@ -3,13 +3,15 @@ job's delivery log, and redelivery."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
-from webapp.core.errors import bad_parameter
+from webapp.core.errors import bad_parameter, conflict
 from webapp.core.schema import results_of
 from webapp.jobs import selectors as job_selectors
 from webapp.webhooks import selectors, services
@@ -18,6 +20,7 @@ from webapp.webhooks.serializers import (
     EndpointCreateSerializer,
     EndpointSerializer,
     EndpointUpdateSerializer,
+    EndpointWithSecretSerializer,
 )
 
 DELIVERY_LOG_LIMIT = 100
@@ -36,7 +39,7 @@ class EndpointListCreateView(APIView):
         endpoints = selectors.endpoints_of(owner=request.user)
         return Response({"results": EndpointSerializer(endpoints, many=True).data})
 
-    @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointSerializer})
+    @extend_schema(request=EndpointCreateSerializer, responses={201: EndpointWithSecretSerializer})
     def post(self, request):
         serializer = EndpointCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -44,7 +47,8 @@ class EndpointListCreateView(APIView):
             endpoint = services.endpoint_create(owner=request.user, **serializer.validated_data)
         except services.WebhookError as exc:
             raise bad_parameter(str(exc)) from exc
-        return Response(EndpointSerializer(endpoint).data, status=status.HTTP_201_CREATED)
+        # The secret is shown here and at rotation only, never in lists or reads.
+        return Response(EndpointWithSecretSerializer(endpoint).data, status=status.HTTP_201_CREATED)
 
 
 class EndpointDetailView(APIView):
@@ -70,10 +74,10 @@ class EndpointDetailView(APIView):
 
 
 class EndpointRotateSecretView(APIView):
-    @extend_schema(request=None, responses={200: EndpointSerializer})
+    @extend_schema(request=None, responses={200: EndpointWithSecretSerializer})
     def post(self, request, endpoint_id):
         endpoint = services.endpoint_rotate_secret(endpoint=_owned_endpoint(request, endpoint_id))
-        return Response(EndpointSerializer(endpoint).data)
+        return Response(EndpointWithSecretSerializer(endpoint).data)
 
 
 class EndpointDeliveriesView(APIView):
@@ -105,7 +109,19 @@ class DeliveryDetailView(APIView):
         return Response(DeliverySerializer(delivery).data)
 
 
+class RedeliveryThrottle(UserRateThrottle):
+    """Redeliveries per user (FOLIO_WEBHOOK_REDELIVER_RATE): each one makes this server send
+    a request, so unthrottled they would turn it against the receiver."""
+
+    scope = "webhook-redeliver"
+
+    def get_rate(self) -> str:
+        return settings.FOLIO_WEBHOOK_REDELIVER_RATE
+
+
 class DeliveryRedeliverView(APIView):
+    throttle_classes = [RedeliveryThrottle]
+
     @extend_schema(request=None, responses={202: DeliverySerializer})
     def post(self, request, delivery_id):
         delivery = selectors.delivery_get(owner=request.user, delivery_id=delivery_id)
@@ -113,6 +129,8 @@ class DeliveryRedeliverView(APIView):
             raise NotFound(f"No delivery {delivery_id} here.")
         try:
             copy = services.delivery_redeliver(delivery=delivery)
+        except services.RedeliveryPending as exc:
+            raise conflict(str(exc)) from exc
         except services.WebhookError as exc:
             raise bad_parameter(str(exc)) from exc
         return Response(DeliverySerializer(copy).data, status=status.HTTP_202_ACCEPTED)

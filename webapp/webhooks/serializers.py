@@ -16,7 +16,6 @@ class EndpointSerializer(serializers.ModelSerializer):
             "description",
             "events",
             "for_all_jobs",
-            "secret",
             "previous_secret_expires_at",
             "enabled",
             "disabled_at",
@@ -28,6 +27,13 @@ class EndpointSerializer(serializers.ModelSerializer):
         return endpoint.disabled_at is None
 
 
+class EndpointWithSecretSerializer(EndpointSerializer):
+    """The endpoint with its signing secret: only in the answers that create or rotate it."""
+
+    class Meta(EndpointSerializer.Meta):
+        fields = [*EndpointSerializer.Meta.fields, "secret"]
+
+
 class EndpointCreateSerializer(serializers.Serializer):
     url = serializers.CharField(max_length=2000)
     events = serializers.ListField(
@@ -35,6 +41,12 @@ class EndpointCreateSerializer(serializers.Serializer):
         help_text=f"any of: {', '.join(Event.values)}",
     )
     description = serializers.CharField(max_length=200, required=False, default="")
+    verify = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="send a signed webhook.verification event first; the endpoint is registered "
+        "only if it answers 2xx with the event's data.challenge in its body",
+    )
 
 
 class EndpointUpdateSerializer(serializers.Serializer):

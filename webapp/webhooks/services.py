@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 # The event the browser interface sends to check a receiver.
 TEST_EVENT = "webhook.test"
+VERIFICATION_EVENT = "webhook.verification"
 
 SECRET_PREFIX = "whsec_"
 # A message that did not lead to an attempt in this long is presumed lost and sent again.
@@ -95,16 +96,50 @@ def events_validate(*, events: list[str]) -> list[str]:
 
 
 def endpoint_create(
-    *, owner: User, url: str, events: list[str], description: str = ""
+    *, owner: User, url: str, events: list[str], description: str = "", verify: bool = False
 ) -> WebhookEndpoint:
+    """Register an endpoint; with ``verify``, only once it has proved that it is the
+    owner's (``endpoint_verify``)."""
     events = events_validate(events=events)
+    url = webhook_url_validate(url=url)
+    secret = secret_generate()
+    if verify:
+        endpoint_verify(url=url, secret=secret)
     return WebhookEndpoint.objects.create(
-        owner=owner,
-        url=webhook_url_validate(url=url),
-        events=events,
-        description=description,
-        secret=secret_generate(),
+        owner=owner, url=url, events=events, description=description, secret=secret
     )
+
+
+def endpoint_verify(*, url: str, secret: str) -> None:
+    """The registration handshake: a signed ``webhook.verification`` event carrying a random
+    challenge, which the endpoint must answer 2xx with the challenge in the first
+    RESPONSE_EXCERPT_BYTES of its body. A URL that merely accepts anything (or one the
+    registrant does not control) cannot echo a challenge it never saw."""
+    challenge = secrets.token_urlsafe(24)
+    now = timezone.now()
+    body = json.dumps(
+        {"type": VERIFICATION_EVENT, "timestamp": _iso(now), "data": {"challenge": challenge}}
+    )
+    headers = signature_headers(
+        endpoint=WebhookEndpoint(secret=secret),
+        message_id=f"msg_verify_{uuid.uuid4().hex}",
+        body=body,
+        now=now,
+    )
+    outcome = _post(
+        url=url,
+        body=body,
+        headers={**headers, "content-type": "application/json", "user-agent": USER_AGENT},
+    )
+    if outcome.status_code is None or not 200 <= outcome.status_code < 300:
+        raise WebhookError(
+            f"the endpoint did not pass the verification: {outcome.error or 'no answer'}"
+        )
+    if challenge not in outcome.excerpt:
+        raise WebhookError(
+            "the endpoint did not pass the verification: its answer must contain the "
+            "event's data.challenge"
+        )
 
 
 def endpoint_update(
@@ -165,7 +200,7 @@ def endpoint_test_send(*, endpoint: WebhookEndpoint) -> None:
 def endpoint_for_job_url(*, owner: User, url: str) -> WebhookEndpoint:
     """The endpoint a job's ``webhook_url`` is delivered to: the owner's registered endpoint
     with that URL if there is one, else one kept for job URLs (its secret is listed with the
-    owner's endpoints)."""
+    owner's endpoints; its secret is shown by rotating it)."""
     url = webhook_url_validate(url=url)
     existing = (
         WebhookEndpoint.objects.filter(owner=owner, url=url)
@@ -313,9 +348,23 @@ def _send(ids: list[uuid.UUID], countdown: float = 0) -> None:
         WebhookDelivery.objects.filter(pk__in=ids).update(enqueued_at=None)
 
 
+class RedeliveryPending(WebhookError):
+    """The same message to the same endpoint is already waiting to be sent."""
+
+
 def delivery_redeliver(*, delivery: WebhookDelivery) -> WebhookDelivery:
     """Send an event again as a new delivery with the same ``webhook-id`` (receivers that
-    deduplicate on it see the same message)."""
+    deduplicate on it see the same message); not while a copy of it is still pending."""
+    pending = WebhookDelivery.objects.filter(
+        endpoint_id=delivery.endpoint_id,
+        message_id=delivery.message_id,
+        status=WebhookDelivery.Status.PENDING,
+    ).first()
+    if pending is not None:
+        raise RedeliveryPending(
+            f"this message is already on its way (delivery {pending.pk}); "
+            "wait for it to finish before sending it again"
+        )
     if delivery.endpoint.disabled_at is not None:
         raise WebhookError(
             "this endpoint is disabled "
