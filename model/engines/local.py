@@ -29,7 +29,7 @@ from model.layout.ocr import line_scores, ocr_layout, word_boxes
 from model.layout.text_layer import text_layer_layout
 from model.markdown_repair import repair_text_layer
 from model.pages import PageSelectionError
-from model.postprocess import TextBox, boxes_to_markdown, tidy_markdown
+from model.postprocess import TextBox, boxes_to_markdown, skew_of, tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image, open_pdf_page, render_zoom
 from model.rtl import apply_fixes, has_arabic, ligature_fixes
 from model.table_format import auto_tables, html_tables
@@ -68,6 +68,7 @@ class LocalEngine:
     def __init__(self) -> None:
         self._ocr: Any = None
         self._classifier: Any = None
+        self._reader: Any = None
         self._ocr_lock = threading.Lock()
 
     def load(self) -> None:
@@ -181,10 +182,15 @@ class LocalEngine:
             if not boxes:
                 return "", 0, None, None, []
             rotation = _page_rotation(boxes, pixels, classifier)
+            if rotation == 180 and not _reads_better_turned(boxes, pixels, self._recognizer()):
+                rotation = 0
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
         upright_height = width if rotation in (90, 270) else height
+        # A sideways page's lines are measured against the other axis; those are rare and
+        # their skew is left alone.
+        skew = skew_of(output.boxes) if rotation in (0, 180) else 0.0
         options = options or EngineOptions()
         markdown = boxes_to_markdown(
             upright,
@@ -192,13 +198,19 @@ class LocalEngine:
             page_height=upright_height,
             drop_running=options.headers == "drop",
             table_format=options.table_format,
+            skew_degrees=skew,
         )
         layout = None
         if page_size is not None:
             words = [_unrotate(word, rotation, width, height) for word in word_boxes(output)]
             upright_size = (upright_width, upright_height)
             layout = ocr_layout(
-                upright, line_scores(output), words, image_size=upright_size, page_size=page_size
+                upright,
+                line_scores(output),
+                words,
+                image_size=upright_size,
+                page_size=page_size,
+                skew_degrees=skew,
             )
         lines = [
             [*(round(v, 1) for v in (b.x0, b.y0, b.x1, b.y1)), round(score, 4), b.text]
@@ -219,6 +231,17 @@ class LocalEngine:
                 params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_rec": False}
             )
         return self._ocr, self._classifier
+
+    def _recognizer(self) -> Any:
+        # Recognition alone, built the first time a page looks upside down (rare): it checks
+        # the classifier's verdict by reading the lines both ways. Called under the OCR lock.
+        if self._reader is None:
+            from rapidocr import RapidOCR
+
+            self._reader = RapidOCR(
+                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_cls": False}
+            )
+        return self._reader
 
 
 def _one_line_pdf(text: str) -> bytes:
@@ -385,6 +408,32 @@ def _page_rotation(boxes: list[TextBox], pixels: np.ndarray, classifier: Any) ->
     # Upside-down pages are rare and a few doubtful crops (a logo, a stray mark) should not
     # turn an upright page over: it takes a clear majority.
     return 180 if votes["180"] > 2 * votes["0"] else 0
+
+
+def _reads_better_turned(boxes: list[TextBox], pixels: np.ndarray, reader: Any) -> bool:
+    """Whether the page's longest lines read with more confidence turned 180° than as they
+    are. The orientation classifier alone is not enough: on an upright Google Docs page scanned
+    with noise it voted "180" for six of eight lines (0.5-0.99), and the page came out upside
+    down, last line first. Reading a line upside down gives low-confidence garbage."""
+    sample = sorted(boxes, key=lambda b: b.x1 - b.x0, reverse=True)[:ORIENTATION_SAMPLE]
+    as_is = turned = 0.0
+    for box in sample:
+        crop = pixels[int(box.y0) : int(box.y1) + 1, int(box.x0) : int(box.x1) + 1]
+        if crop.size == 0:
+            continue
+        as_is += _read_score(reader, crop)
+        turned += _read_score(reader, np.ascontiguousarray(np.rot90(crop, 2)))
+    return turned > as_is
+
+
+def _read_score(reader: Any, crop: np.ndarray) -> float:
+    result = reader(crop)
+    scores = getattr(result, "scores", None)
+    texts = getattr(result, "txts", None)
+    if not scores or not texts:
+        return 0.0
+    # Confidence times length: a confident one-letter reading of a whole line is no reading.
+    return float(scores[0]) * len(str(texts[0]).strip())
 
 
 def _classify(classifier: Any, crop: np.ndarray) -> tuple[str, float]:

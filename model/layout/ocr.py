@@ -47,6 +47,7 @@ def ocr_layout(
     *,
     image_size: tuple[int, int],
     page_size: tuple[float, float],
+    skew_degrees: float = 0.0,
 ) -> PageLayout:
     """The page's paragraphs as blocks, and its words, with pixel boxes scaled to points.
 
@@ -65,7 +66,10 @@ def ocr_layout(
 
     score_of = {box: score for box, score in zip(lines, scores, strict=False)}
     blocks = []
-    for markdown, members in boxes_to_paragraphs(lines, image_size[0]):
+    paragraphs = boxes_to_paragraphs(
+        lines, image_size[0], page_height=image_size[1], skew_degrees=skew_degrees
+    )
+    for markdown, members in paragraphs:
         heading = _HEADING.match(markdown)
         known = [score_of[b] for b in members if b in score_of]
         blocks.append(
