@@ -63,3 +63,105 @@ def apply_fixes(markdown: str, fixes: dict[str, str]) -> str:
     if not fixes:
         return markdown
     return _WORD.sub(lambda m: fixes.get(m.group(0), m.group(0)), markdown)
+
+
+# --- the order of a line's runs ----------------------------------------------------------------
+
+# Two pieces of one printed line: their heights overlap by this share of the smaller one ...
+_SAME_LINE = 0.6
+# ... and they are no further apart than this many times the line's height.
+_RUN_GAP = 1.0
+
+
+def run_order_fixes(page_dict: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
+    """Right-to-left lines that MuPDF cut into runs, as (runs left to right, runs right to
+    left), from a page's ``get_text("dict")``.
+
+    A line of Arabic with Latin words in it ("تعتبر البرمجة بلغة R وPython من الأدوات ...")
+    comes out of MuPDF as two lines on one baseline, each in logical order; pymupdf4llm then
+    joins them left to right, so the end of the sentence comes first. Read right to left,
+    the runs are in order."""
+    pieces = [
+        (line["bbox"], "".join(span["text"] for span in line["spans"]))
+        for block in page_dict.get("blocks", [])
+        for line in block.get("lines", [])
+        if line.get("dir", (1, 0))[0] > 0.99
+    ]
+    pieces = [(bbox, text) for bbox, text in pieces if text.strip()]
+    rows: list[list[tuple[Any, str]]] = []
+    for bbox, text in sorted(pieces, key=lambda p: (p[0][1], p[0][0])):
+        for row in rows:
+            x0, y0, x1, y1 = row[-1][0]
+            height = min(y1 - y0, bbox[3] - bbox[1])
+            overlap = min(y1, bbox[3]) - max(y0, bbox[1])
+            near = any(
+                abs(bbox[0] - other[0][2]) < _RUN_GAP * height
+                or abs(other[0][0] - bbox[2]) < _RUN_GAP * height
+                for other in row
+            )
+            if height > 0 and overlap >= _SAME_LINE * height and near:
+                row.append((bbox, text))
+                break
+        else:
+            rows.append([(bbox, text)])
+    fixes = []
+    for row in rows:
+        if len(row) < 2 or not any(has_arabic(text) for _, text in row):
+            continue
+        ordered = [text.strip() for _, text in sorted(row, key=lambda p: p[0][0])]
+        ordered = [text for text in ordered if text]
+        if len(ordered) >= 2:
+            fixes.append((ordered, ordered[::-1]))
+    return fixes
+
+
+def apply_run_order(markdown: str, fixes: list[tuple[list[str], list[str]]]) -> str:
+    """Each line's runs, found joined left to right (with or without a space between them),
+    put right to left with a space between them."""
+    for left_to_right, right_to_left in fixes:
+        pattern = r"\s*".join(_loose(run) for run in left_to_right)
+        markdown = re.sub(pattern, lambda _m, r=right_to_left: " ".join(r), markdown, count=1)
+    return markdown
+
+
+def _loose(run: str) -> str:
+    """A run as a pattern that allows any whitespace where it has some (pymupdf4llm trims
+    and joins spaces)."""
+    return r"\s+".join(re.escape(word) for word in run.split())
+
+
+# --- words in table cells ----------------------------------------------------------------------
+
+_HTML_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.DOTALL)
+_RTL_WORD = re.compile("^[\u0600-\u06ff\u0750-\u077f\u200c\u200f]+[.,:;!?؟،]?$")
+
+
+def table_cell_order(markdown: str, page_lines: list[str]) -> str:
+    """Table cells of right-to-left words in logical order.
+
+    pymupdf4llm fills a table's cells from the page's words sorted left to right, so a
+    cell of Persian or Arabic words reads backwards ("ايران کالای بورس شرکت" for the
+    header "شرکت بورس کالای ايران"). A cell whose every word is in an Arabic-script
+    alphabet is turned round, unless the page's text already has it in that order."""
+    text = " ".join(" ".join(line.split()) for line in page_lines)
+
+    def fix(cell: str) -> str:
+        if "<br>" in cell:  # a cell of several lines: each line on its own
+            return "<br>".join(fix(part) for part in cell.split("<br>"))
+        words = cell.split()
+        if len(words) < 2 or not all(_RTL_WORD.match(w) for w in words):
+            return cell
+        if " ".join(words) in text:
+            return cell
+        lead = cell[: len(cell) - len(cell.lstrip())]
+        trail = cell[len(cell.rstrip()) :]
+        return lead + " ".join(reversed(words)) + trail
+
+    def fix_row(line: str) -> str:
+        if not line.startswith("|"):
+            return line
+        cells = re.split(r"(?<!\\)\|", line)
+        return "|".join(fix(cell) for cell in cells)
+
+    markdown = _HTML_CELL.sub(lambda m: m.group(1) + fix(m.group(2)) + m.group(3), markdown)
+    return "\n".join(fix_row(line) for line in markdown.split("\n"))

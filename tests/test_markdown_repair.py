@@ -15,7 +15,13 @@ from model.markdown_repair import (
     toc_tables_to_lists,
 )
 from model.quality.checks import canonical_latex
-from model.rtl import apply_fixes, ligature_fixes
+from model.rtl import (
+    apply_fixes,
+    apply_run_order,
+    ligature_fixes,
+    run_order_fixes,
+    table_cell_order,
+)
 from model.table_format import auto_tables, pipe_table, split_stacked_rows
 
 
@@ -180,6 +186,51 @@ def test_reversed_lam_alef_ligatures_are_put_back_in_logical_order():
     # the article's own alef has a width: left alone
     article = [_char("ا", 100, 103), _char("ل", 96, 100), _char("ب", 90, 96)]
     assert ligature_fixes({"blocks": [{"lines": [{"spans": [{"chars": article}]}]}]}) == {}
+
+
+def _line(x0: float, x1: float, y0: float, text: str) -> dict:
+    return {"bbox": (x0, y0, x1, y0 + 13), "dir": (1.0, 0.0), "spans": [{"text": text}]}
+
+
+def test_an_arabic_line_cut_into_runs_reads_right_to_left():
+    # right_to_left_01's first lines: MuPDF gives each printed line as two lines on one
+    # baseline (the run holding "R وPython", then the rest), and pymupdf4llm joined them
+    # left to right: the end of the sentence first.
+    first = "تعتبر البرمجة بلغة R وPython "
+    rest = " من الأدوات القوية التي يمكن أن تعزز الإنتاجية وتساعد في إيجاد حلول فعالة"
+    second = "للمشكلات. يمتلك كل من R وPython "
+    more = " ميزات فريدة تجعلها مثالية لتحليل البيانات"
+    page = {
+        "blocks": [
+            {
+                "lines": [
+                    _line(397, 522, 102, first),
+                    _line(109, 396, 102, rest),
+                    _line(375, 522, 116, second),
+                    _line(91, 375, 116, more),
+                ]
+            }
+        ]
+    }
+    joined = rest.strip() + first.strip() + " " + more.strip() + second.strip()
+    fixed = apply_run_order(joined, run_order_fixes(page))
+    assert fixed == " ".join(p.strip() for p in (first, rest, second, more))
+    # a Latin page's runs are left alone
+    latin = {"blocks": [{"lines": [_line(300, 500, 10, "right"), _line(100, 299, 10, "left")]}]}
+    assert run_order_fixes(latin) == []
+
+
+def test_persian_table_cells_read_in_logical_order():
+    # right_to_left_03's table, as pymupdf4llm fills it (words sorted left to right)
+    table = "|20300|ملی استاندارد شماره|\n|---|---|\n|x|اخذ را مذکور<br>است؟ نموده|"
+    lines = ["شماره استاندارد ملی", "اخذ را مذکور", "نموده است؟"]
+    assert table_cell_order(table, lines) == (
+        "|20300|شماره استاندارد ملی|\n|---|---|\n|x|اخذ را مذکور<br>نموده است؟|"
+    )
+    html = "<table><tr><td>ايران کالای بورس شرکت</td><td>R و Python</td></tr></table>"
+    assert table_cell_order(html, ["شرکت بورس کالای ايران"]) == (
+        "<table><tr><td>شرکت بورس کالای ايران</td><td>R و Python</td></tr></table>"
+    )
 
 
 def test_auto_tables_are_pipe_tables_unless_cells_merge():

@@ -31,7 +31,14 @@ from model.markdown_repair import repair_text_layer
 from model.pages import PageSelectionError
 from model.postprocess import TextBox, boxes_to_markdown, skew_of, tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, open_page_image, open_pdf_page, render_zoom
-from model.rtl import apply_fixes, has_arabic, ligature_fixes
+from model.rtl import (
+    apply_fixes,
+    apply_run_order,
+    has_arabic,
+    ligature_fixes,
+    run_order_fixes,
+    table_cell_order,
+)
 from model.table_format import auto_tables, html_tables
 from model.tokens import count_tokens
 
@@ -306,6 +313,8 @@ def _text_layer_markdown(
     )
     repaired, formula_notes = place_formulas(repaired, page_formulas(page_dict))
     if any(has_arabic(line) for line in page_lines):
+        repaired = apply_run_order(repaired, run_order_fixes(page_dict))
+        repaired = table_cell_order(repaired, page_lines)
         repaired = apply_fixes(repaired, ligature_fixes(doc[0].get_text("rawdict")))
     return tidy_markdown(repaired), layout, repairs.notes + formula_notes
 
