@@ -120,7 +120,8 @@ def apply_run_order(markdown: str, fixes: list[tuple[list[str], list[str]]]) -> 
     put right to left with a space between them."""
     for left_to_right, right_to_left in fixes:
         pattern = r"\s*".join(_loose(run) for run in left_to_right)
-        markdown = re.sub(pattern, lambda _m, r=right_to_left: " ".join(r), markdown, count=1)
+        replacement = " ".join(right_to_left).replace("\\", "\\\\")
+        markdown = re.sub(pattern, replacement, markdown, count=1)
     return markdown
 
 
