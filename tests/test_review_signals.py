@@ -339,3 +339,18 @@ def test_a_pipe_table_whose_rows_end_in_empty_cells_is_rectangular():
     assert [len(row) for row in rows] == [5, 5, 5, 5]
     assert rows[3][:2] == ["", "X"]  # a leading empty cell keeps the columns in place
     assert not signals.table_signal(table + "|one|two|\n").ok
+
+
+def test_arabic_words_run_together_where_lines_were_joined_out_of_order_fire():
+    # right_to_left_01's first paragraph: its second line came first, glued to the first.
+    good = (
+        "تعتبر البرمجة بلغة R وPython من الأدوات القوية التي يمكن أن تعزز الإنتاجية "
+        "وتساعد في إيجاد حلول فعالة للمشكلات، وحلول مبتكرة في النهاية."
+    )
+    glued = (
+        "من الأدوات القوية التي يمكن أن تعزز الإنتاجية وتساعد في إيجاد حلول فعالةتعتبر "
+        "البرمجة بلغة R وPython للمشكلات، وحلول مبتكرةفي النهاية."
+    )
+    assert content_signals.right_to_left_signal(good).ok
+    signal = content_signals.right_to_left_signal(glued)
+    assert signal is not None and not signal.ok and "2 words run together" in signal.detail

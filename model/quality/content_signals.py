@@ -281,16 +281,26 @@ def _looks_like_contents(rows: list[str], heading: str) -> bool:
 # and copy fail on them.
 _BROKEN_LAM_ALEF = re.compile("ا[أإآ]ل")
 _PRESENTATION_FORMS = re.compile("[\ufb50-\ufdff\ufe70-\ufeff]")
+# Teh marbuta (ة) ends an Arabic word and never stands inside one: a letter after it means two
+# words run together, where lines were joined end to start in the wrong order ("فعالةتعتبر").
+_GLUED = re.compile("ة[\u0621-\u064a]")
 
 
 def right_to_left_signal(markdown: str) -> Signal | None:
     broken = len(_BROKEN_LAM_ALEF.findall(markdown))
     glyphs = len(_PRESENTATION_FORMS.findall(markdown))
+    glued = len(_GLUED.findall(markdown))
     if not broken and not glyphs and not re.search("[\u0590-\u06ff]", markdown):
         return None
-    ok = broken < 2 and glyphs < 5
-    detail = "" if ok else f"{broken} broken ligatures, {glyphs} glyph forms: letters out of order"
-    return Signal("right_to_left", ok, detail, float(broken + glyphs), severity=0.0 if ok else 0.6)
+    ok = broken < 2 and glyphs < 5 and glued < 2
+    detail = (
+        ""
+        if ok
+        else f"{broken} broken ligatures, {glyphs} glyph forms, {glued} words run together: "
+        "letters or lines out of order"
+    )
+    value = float(broken + glyphs + glued)
+    return Signal("right_to_left", ok, detail, value, severity=0.0 if ok else 0.6)
 
 
 # --- the OCR's confidence, line by line --------------------------------------------------------
