@@ -23,6 +23,7 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "a-long-enough-passphrase-42"
 
 
+@override_settings(FOLIO_SIGNUP="open")
 def test_a_visitor_signs_up_and_is_logged_in(client):
     response = client.post(
         "/account/signup/",
@@ -34,7 +35,7 @@ def test_a_visitor_signs_up_and_is_logged_in(client):
     assert get_user_model().objects.filter(username="dora").exists()
 
 
-@override_settings(FOLIO_SIGNUP_ENABLED=False)
+@override_settings(FOLIO_SIGNUP="closed")
 def test_sign_up_can_be_switched_off(client):
     assert client.get("/account/signup/").status_code == 404
 
@@ -159,3 +160,74 @@ def test_an_idempotent_replay_does_not_count_against_the_rate_limit(make_user):
 
     assert (first.status_code, again.status_code) == (202, 202)
     assert again.json()["id"] == first.json()["id"]
+
+
+# --- log-in throttling and sign-up modes -------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_login_counts():
+    """The counts live in the shared cache, which outlives the test database."""
+    from django.core.cache import cache
+
+    def clear():
+        cache.delete_many(
+            [f"login-failures:account:{name}" for name in ("fay", "gus", "hal")]
+            + [
+                f"login-failures:address:{address}"
+                for address in ("198.51.100.60", "198.51.100.61")
+            ]
+        )
+
+    clear()
+    yield
+    clear()
+
+
+@override_settings(FOLIO_LOGIN_FAILURES=3, FOLIO_LOGIN_FAILURES_PER_ADDRESS=5)
+def test_failed_log_ins_lock_the_account_and_then_the_address(
+    client, django_user_model, fresh_login_counts
+):
+    for name in ("fay", "gus", "hal"):
+        django_user_model.objects.create_user(username=name, password=PASSWORD)
+
+    def log_in(name, password, address="198.51.100.60"):
+        return client.post(
+            "/account/login/", {"username": name, "password": password}, REMOTE_ADDR=address
+        ).status_code
+
+    wrong = [log_in("fay", "guess") for _ in range(3)]
+    # Locked: even the right password is refused, from anywhere, and says so.
+    assert (wrong, log_in("fay", PASSWORD), log_in("fay", PASSWORD, "198.51.100.61")) == (
+        [200, 200, 200],
+        429,
+        429,
+    )
+    # Two more failures on another account reach the address's limit: its third account is
+    # refused from there, and still welcome elsewhere.
+    assert [log_in("gus", "guess") for _ in range(2)] == [200, 200]
+    assert log_in("hal", PASSWORD) == 429
+    assert log_in("hal", PASSWORD, "198.51.100.61") == 302
+
+
+def test_sign_up_is_by_invitation_by_default(client):
+    from webapp.accounts.invites import invite_make
+
+    refused = client.get("/account/signup/")
+    invited = client.post(
+        f"/account/signup/?invite={invite_make(username='ivy')}",
+        {"username": "someone-else", "password1": PASSWORD, "password2": PASSWORD},
+    )
+    forged = client.get("/account/signup/?invite=ivy:forged")
+
+    assert refused.status_code == 404 and forged.status_code == 404
+    assert invited.status_code == 302
+    assert get_user_model().objects.filter(username="ivy").exists()  # the invited name only
+    assert not get_user_model().objects.filter(username="someone-else").exists()
+
+
+@override_settings(FOLIO_SIGNUP="closed")
+def test_closed_sign_up_takes_no_invitation_either(client):
+    from webapp.accounts.invites import invite_make
+
+    assert client.get(f"/account/signup/?invite={invite_make(username='ivy')}").status_code == 404

@@ -15,6 +15,7 @@ import dj_database_url
 from model.config import (
     ConfigError,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_int_list,
@@ -304,8 +305,22 @@ FOLIO_BROWSABLE_API = env_bool("FOLIO_BROWSABLE_API", True)  # DRF's HTML pages 
 FOLIO_ADMIN = env_bool("FOLIO_ADMIN", True)  # /admin/
 
 # --- accounts, quotas, job lifecycle, webhooks -----------------------------------------------
-# Sign-up at /account/signup/; switch it off where an admin hands out the accounts.
-FOLIO_SIGNUP_ENABLED = env_bool("FOLIO_SIGNUP_ENABLED", True)
+# Sign-up at /account/signup/ (docs/SECURITY.md): "invite" (the default: only with a link
+# from `manage.py invite USERNAME`, valid FOLIO_INVITE_DAYS), "open" (anyone, each account
+# with fresh quotas) or "closed" (an admin makes the accounts).
+FOLIO_SIGNUP = env_choice("FOLIO_SIGNUP", "invite", ("invite", "open", "closed"))
+if env_str("FOLIO_SIGNUP_ENABLED"):
+    raise ConfigError(
+        "FOLIO_SIGNUP_ENABLED is no longer read: set FOLIO_SIGNUP (invite, open, closed)"
+    )
+FOLIO_INVITE_DAYS = env_int("FOLIO_INVITE_DAYS", 7, minimum=1)
+# Failed log-ins: after this many for one account, or from one address (an IPv4 address or
+# an IPv6 /64), every log-in there is refused until FOLIO_LOGIN_LOCKOUT_SECONDS have passed
+# since the first of them (webapp/accounts/login_throttle.py).
+FOLIO_LOGIN_FAILURES = env_int("FOLIO_LOGIN_FAILURES", 5, minimum=1)
+FOLIO_LOGIN_FAILURES_PER_ADDRESS = env_int("FOLIO_LOGIN_FAILURES_PER_ADDRESS", 20, minimum=1)
+FOLIO_LOGIN_LOCKOUT_SECONDS = env_int("FOLIO_LOGIN_LOCKOUT_SECONDS", 15 * 60, minimum=1)
+AUTHENTICATION_BACKENDS = ["webapp.accounts.login_throttle.ThrottledModelBackend"]
 LOGIN_URL = "login"
 # The browser interface's home: upload and recent jobs.
 LOGIN_REDIRECT_URL = "ui-upload"

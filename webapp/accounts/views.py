@@ -4,25 +4,59 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
 from django.http import Http404
 from django.shortcuts import redirect, render
 
+from webapp.accounts.invites import invite_username
+from webapp.accounts.login_throttle import BACKEND, login_locked
 from webapp.accounts.selectors import api_keys_of
 
 
 def signup(request):
-    if not settings.FOLIO_SIGNUP_ENABLED:
-        raise Http404("Sign-up is switched off on this server; ask its administrator.")
+    """FOLIO_SIGNUP: ``open`` (anyone), ``invite`` (with a link from ``manage.py invite``,
+    for the username it names) or ``closed`` (a 404)."""
+    mode = settings.FOLIO_SIGNUP
+    invited = invite_username(request.GET.get("invite", "")) if mode == "invite" else None
+    if mode == "closed" or (mode == "invite" and invited is None):
+        raise Http404(
+            "Sign-up on this server is by invitation: ask its administrator for a link."
+            if mode == "invite"
+            else "Sign-up is switched off on this server; ask its administrator."
+        )
     if request.user.is_authenticated:
         return redirect("account-home")
-    form = UserCreationForm(request.POST or None)
+    data = request.POST.copy() if request.method == "POST" else None
+    if data is not None and invited is not None:
+        data["username"] = invited  # the invitation names the account it makes
+    form = UserCreationForm(data, initial={"username": invited} if invited else None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend=BACKEND)
         return redirect("account-home")
     return render(request, "account/signup.html", {"form": form})
+
+
+class LoginView(auth_views.LoginView):
+    """Django's log-in page, saying so (a 429) while failed log-ins lock the account or the
+    address out (webapp/accounts/login_throttle.py)."""
+
+    template_name = "account/login.html"
+
+    def post(self, request, *args, **kwargs):
+        if login_locked(request, request.POST.get("username", "")):
+            # Unbound: binding it would check the password, and count another failure.
+            form = self.get_form_class()(request)
+            form.cleaned_data = {}  # what add_error expects of a form it adds errors to
+            form.add_error(
+                None,
+                "Too many failed log-ins for this account or from this address; try again in "
+                f"{settings.FOLIO_LOGIN_LOCKOUT_SECONDS // 60} minutes.",
+            )
+            return self.render_to_response(self.get_context_data(form=form), status=429)
+        return super().post(request, *args, **kwargs)
 
 
 @login_required

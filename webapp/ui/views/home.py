@@ -27,5 +27,5 @@ home_or_reader.initkwargs = _reader.initkwargs  # type: ignore[attr-defined]
 
 def home(request):
     if not request.user.is_authenticated:
-        return render(request, "home.html", {"signup_enabled": settings.FOLIO_SIGNUP_ENABLED})
+        return render(request, "home.html", {"signup_enabled": settings.FOLIO_SIGNUP == "open"})
     return redirect("ui-upload")
