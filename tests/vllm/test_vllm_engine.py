@@ -166,15 +166,6 @@ def test_vllm_counts_tiles_and_placeholders_as_model_gundam_does():
             assert count_tiles(width, height) == (grid.columns, grid.rows), (width, height)
 
 
-# vLLM's draft proposer reads a tuple from MTP drafts only for the architectures it lists, and
-# Folio's draft is not among them yet: the first draft step raises IndexError on the CPU build
-# (the fix, naming DeepSeekMTPModel after Folio's architecture, is not yet verified on the tier).
-MTP_PROPOSER_PENDING = pytest.mark.skip(
-    reason="FastMTP draft: vLLM's proposer expects the DeepSeek MTP tuple output; fix pending"
-)
-
-
-@MTP_PROPOSER_PENDING
 def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(checkpoint, tmp_path):
     started = time.monotonic()
     off = decode(checkpoint, "off-eager", tmp_path)
@@ -210,7 +201,6 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
     print(json.dumps(figures))
 
 
-@MTP_PROPOSER_PENDING
 @with_worker
 def test_rendered_pages_go_through_the_vllm_engine_in_a_worker(api, gpu_worker):
     started = time.monotonic()

@@ -13,7 +13,9 @@ every process vLLM spawns). Written against vLLM 0.32's own source:
   the override: for ``deepseek_ocr`` it returns the decoder's own configuration as a
   ``deepseek_mtp`` draft of one layer (``n_predict`` 1, so K > 1 re-applies the same block,
   FastMTP's recursion) whose architecture is ``FolioDeepseekOCRFastMTP``; every other type
-  goes to vLLM's own mapping unchanged.
+  goes to vLLM's own mapping unchanged. The draft lists ``DeepSeekMTPModel`` after its own
+  architecture: vLLM's proposer reads ``DeepSeekMTP``'s two outputs (hidden state for the
+  logits, post-norm hidden state for the next step) only for the MTP architectures it names.
 - The draft is vLLM's ``DeepSeekMTP`` (vllm/model_executor/models/deepseek_mtp.py) with the
   MTP layer's block made dense (``first_k_dense_replace`` past it: FastMTP's head is one dense
   decoder layer) and its own weight loading: ``mtp_module.*`` / ``mtp_embed_tokens.*`` (or
@@ -52,6 +54,8 @@ from model.fastmtp.loader import DraftLoadError, block_name
 logger = logging.getLogger(__name__)
 
 DRAFT_ARCHITECTURE = "FolioDeepseekOCRFastMTP"
+# The draft's ``architectures``: see ``draft_config``.
+DRAFT_ARCHITECTURES = (DRAFT_ARCHITECTURE, "DeepSeekMTPModel")
 TARGET_ARCHITECTURE = "DeepseekOCRForCausalLM"
 TARGET_MODEL_TYPES = ("deepseek_ocr",)
 DRAFT_PREFIXES = ("mtp_module.", "mtp_embed_tokens.")
@@ -81,7 +85,15 @@ def draft_config(hf_config: Any) -> Any:
     layers = int(text.num_hidden_layers)
     text.update(
         {
-            "architectures": [DRAFT_ARCHITECTURE],
+            # Folio's class first: vLLM's registry builds the first listed architecture it
+            # knows. DeepSeek's own MTP name second, for the proposer alone: it unpacks
+            # ``DeepSeekMTP``'s (pre-norm, post-norm) output only for the architectures it
+            # lists (``model_returns_tuple``, vllm/v1/spec_decode/llm_base_proposer.py), and
+            # otherwise indexes the tuple as a tensor, which raised IndexError at the first draft.
+            # (A process where Folio's glue did not register cannot fall back to vLLM's own
+            # DeepSeekMTP unnoticed: vLLM's DeepSeek-OCR class, which Folio's registration
+            # replaces too, refuses the checkpoint's draft tensors there.)
+            "architectures": list(DRAFT_ARCHITECTURES),
             "n_predict": 1,
             "num_nextn_predict_layers": 1,
             # DeepseekV2DecoderLayer makes layer i a MoE layer when i >= first_k_dense_replace;
