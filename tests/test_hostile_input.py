@@ -490,3 +490,76 @@ def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(api
     assert response.json()["document"]["page_count"] == 2000
     assert decoded == []
     assert elapsed < REFUSAL_SECONDS
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(FOLIO_READER_WAITERS=1)
+def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_link(api):
+    """Waiting holds a web thread: past FOLIO_READER_WAITERS waiters a request answers as if
+    its time had run out, a 202 with its poll link, and the threads left answer everyone."""
+    import threading
+
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from tests.conftest import client_for
+
+    waiter, first = client_for(User.objects.get(username="alice")), {}
+
+    def wait_for_a_job_no_worker_reads():
+        started = time.monotonic()
+        first["response"] = waiter.post(
+            "/",
+            {"file": SimpleUploadedFile("a.png", documents.png_page())},
+            format="multipart",
+            HTTP_ACCEPT="application/json",
+            HTTP_X_TIMEOUT="4",
+        )
+        first["waited"] = time.monotonic() - started
+        connection.close()
+
+    thread = threading.Thread(target=wait_for_a_job_no_worker_reads)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not Job.objects.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # past its submission: it is waiting now
+
+    started = time.monotonic()
+    second = api.post(
+        "/",
+        {"file": SimpleUploadedFile("b.png", documents.png_page())},
+        format="multipart",
+        HTTP_ACCEPT="application/json",
+        HTTP_X_TIMEOUT="4",
+    )
+    listed = api.get("/v1/jobs")
+    elapsed = time.monotonic() - started
+    thread.join(timeout=20)
+
+    assert second.status_code == 202, second.content
+    assert listed.status_code == 200
+    assert elapsed < API_LATENCY_SECONDS
+    # The first request had the slot and really waited its time.
+    assert first["response"].status_code == 202
+    assert first["waited"] >= 3.5
+
+
+@override_settings(FOLIO_READER_WAITERS=1)
+def test_an_event_stream_holds_its_waiting_slot_until_it_is_closed(api):
+    from webapp.jobs.waiting import WaiterSlot
+
+    stream = api.post(
+        "/",
+        {"file": SimpleUploadedFile("a.png", documents.png_page())},
+        format="multipart",
+        HTTP_ACCEPT="text/event-stream",
+    )
+    assert stream.status_code == 200 and stream.streaming
+    with WaiterSlot() as meanwhile:
+        assert not meanwhile.taken
+
+    stream.close()  # the client went away before the first frame
+
+    with WaiterSlot() as afterwards:
+        assert afterwards.taken

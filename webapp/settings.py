@@ -175,6 +175,12 @@ FOLIO_FETCH_MAX_REDIRECTS = env_int("FOLIO_FETCH_MAX_REDIRECTS", 5, minimum=0)
 # --- Reader API and OpenAI-compatible endpoint ---------------------------------------------
 # Seconds a Reader request waits for its job when it sends no X-Timeout (at most 180).
 FOLIO_READER_TIMEOUT = env_int("FOLIO_READER_TIMEOUT", 120, minimum=1)
+# Requests of one web process that may wait on their job at once (X-Timeout, event streams,
+# chat); beyond them a request answers at once with its poll link (webapp/jobs/waiting.py).
+# Half the threads by default, so the other half always answer everyone else.
+FOLIO_READER_WAITERS = env_int(
+    "FOLIO_READER_WAITERS", max(1, env_int("FOLIO_WEB_THREADS", 4, minimum=1) // 2), minimum=1
+)
 # Anonymous Reader use: allowed by default, with quotas of its own per client (an IPv4
 # address or an IPv6 /64); only accepted requests count (webapp/accounts/services.py).
 FOLIO_READER_REQUIRE_KEY = env_bool("FOLIO_READER_REQUIRE_KEY", False)

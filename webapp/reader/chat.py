@@ -23,7 +23,7 @@ from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs import selectors, services
 from webapp.jobs.errors import submission_api_error
 from webapp.jobs.models import Job
-from webapp.jobs.waiting import job_updates, job_wait
+from webapp.jobs.waiting import HeldWhileStreaming, WaiterSlot, job_updates, job_wait
 from webapp.reader.engines import engine_for_model, engines_serving_now
 from webapp.reader.options import MODELS
 from webapp.reader.sources import Source, document_source
@@ -106,6 +106,26 @@ class ChatCompletionsView(OpenAIView):
             )
         engine = _engine(model)
         images = _image_urls(body.get("messages"))
+        # A chat request waits for its pages, holding a thread of this process: beyond
+        # FOLIO_READER_WAITERS waiters it is refused before anything is fetched or written.
+        slot = WaiterSlot()
+        if not slot.taken:
+            raise ChatError(
+                "too many requests are waiting for their pages on this server; nothing was "
+                "read or charged; retry in a few seconds, or read through the jobs API",
+                status=503,
+                code="server_busy",
+            )
+        try:
+            return self._complete(
+                request, body, model=model, engine=engine, images=images, slot=slot
+            )
+        finally:
+            slot.release()  # a stream holds its own claim on the slot until it ends
+
+    def _complete(
+        self, request, body, *, model: str, engine: str, images: list[str], slot: WaiterSlot
+    ):
         # Every image is fetched and checked before any job is written: all or nothing.
         sources = [_source(url) for url in images]
         try:
@@ -118,7 +138,7 @@ class ChatCompletionsView(OpenAIView):
             raise submission_api_error(exc) from exc
         timeout = settings.FOLIO_READER_TIMEOUT
         if body.get("stream"):
-            return _stream(jobs, model=model, timeout=timeout)
+            return _stream(jobs, model=model, timeout=timeout, slot=slot)
         finished = [job_wait(job_id=job.id, timeout=timeout) for job in jobs]
         unfinished = [job for job in finished if not job.is_final]
         if unfinished:
@@ -219,7 +239,9 @@ def _completion(jobs: list[Job], *, model: str) -> dict:
     }
 
 
-def _stream(jobs: list[Job], *, model: str, timeout: float) -> StreamingHttpResponse:
+def _stream(
+    jobs: list[Job], *, model: str, timeout: float, slot: WaiterSlot
+) -> StreamingHttpResponse:
     """Chat-completion chunks: each page's Markdown as soon as it is read, in order."""
     completion_id = f"chatcmpl-{jobs[0].id.hex}"
     created = int(time.time())
@@ -251,6 +273,8 @@ def _stream(jobs: list[Job], *, model: str, timeout: float) -> StreamingHttpResp
         yield chunk({}, finish_reason="stop" if done else "length", usage=_usage(finished))
         yield "data: [DONE]\n\n"
 
-    response = StreamingHttpResponse(events(), content_type="text/event-stream")
+    response = StreamingHttpResponse(
+        HeldWhileStreaming(events(), slot.handed_over()), content_type="text/event-stream"
+    )
     response["Cache-Control"] = "no-cache"
     return response

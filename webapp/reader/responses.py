@@ -13,7 +13,7 @@ from webapp.core.downloads import attachment_response
 from webapp.core.errors import ApiError, error_body, unprocessable
 from webapp.jobs import outputs, selectors, services
 from webapp.jobs.models import Job, Page
-from webapp.jobs.waiting import job_updates
+from webapp.jobs.waiting import HeldWhileStreaming, WaiterSlot, job_updates
 from webapp.reader.options import ReaderOptions
 from webapp.reader.sources import Source
 
@@ -127,9 +127,13 @@ def budget_exceeded(job: Job) -> ApiError | None:
     )
 
 
-def event_stream(*, job: Job, source: Source, options: ReaderOptions) -> StreamingHttpResponse:
+def event_stream(
+    *, job: Job, source: Source, options: ReaderOptions, slot: WaiterSlot
+) -> StreamingHttpResponse:
+    """The page-by-page stream, holding one of the process's waiting ``slot``s while it runs."""
     response = StreamingHttpResponse(
-        event_frames(job=job, source=source, options=options), content_type="text/event-stream"
+        HeldWhileStreaming(event_frames(job=job, source=source, options=options), slot),
+        content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # let proxies pass each frame at once

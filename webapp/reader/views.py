@@ -20,7 +20,7 @@ from webapp.core.errors import bad_parameter
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
 from webapp.jobs.errors import submission_api_error
-from webapp.jobs.waiting import job_wait
+from webapp.jobs.waiting import WaiterSlot, job_wait
 from webapp.reader.anonymous import anonymous_owner, client_identity
 from webapp.reader.engines import engine_for_model
 from webapp.reader.options import RESPOND_WITH, reader_options
@@ -92,9 +92,16 @@ class _ReaderBase(APIView):
             poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
         if options.respond_async:
             return accepted_response(job=job, poll_url=poll_url)
+        # Waiting holds a thread of this process: beyond FOLIO_READER_WAITERS waiters, the
+        # answer is at once what it would be when time runs out, a 202 with the poll link.
+        slot = WaiterSlot()
         if options.response_format == "sse":
-            return event_stream(job=job, source=source, options=options)
-        job = job_wait(job_id=job.id, timeout=options.timeout)
+            if not slot.taken:
+                return accepted_response(job=job, poll_url=poll_url)
+            return event_stream(job=job, source=source, options=options, slot=slot)
+        with slot:
+            if slot.taken:
+                job = job_wait(job_id=job.id, timeout=options.timeout)
         if not job.is_final:
             return accepted_response(job=job, poll_url=poll_url)
         return finished_response(job=job, source=source, options=options)
