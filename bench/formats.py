@@ -2,6 +2,7 @@
 how close Folio's pages come to the reference and how fast they are made.
 
     python bench/formats.py [--format docx --format html ...] [--json out.json] [--files]
+        [--table-format markdown|html|auto] [--page-images]
 
 For every document of ``../shared/corpus/docling-testdata/<format>/sources`` that has a
 reference, it runs what the service runs: ``inspect_document`` (the web process: type, refusals,
@@ -36,15 +37,15 @@ from rapidfuzz import fuzz  # noqa: E402
 
 from model.documents import DocumentError, inspect_document  # noqa: E402
 from model.engines.base import EngineOptions, PageInput  # noqa: E402
-from model.formats import structure  # noqa: E402
-from model.pipeline import transcribe_page  # noqa: E402
+from model.formats import renditions, structure  # noqa: E402
+from model.pipeline import attach_page_images, transcribe_page  # noqa: E402
 from model.quality.realpages import similarity  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "docling-testdata"
 FORMATS = ("docx", "pptx", "xlsx", "odf", "html")
 
 
-def run_document(path: Path) -> dict:
+def run_document(path: Path, options: EngineOptions, page_images: bool = False) -> dict:
     data = path.read_bytes()
     reference = (path.parent.parent / "groundtruth" / f"{path.name}.md").read_text()
     started = time.perf_counter()
@@ -55,13 +56,11 @@ def run_document(path: Path) -> dict:
     web = time.perf_counter() - started
     structure._cache.clear()
     started = time.perf_counter()
-    pages = [
-        transcribe_page(None, PageInput(data, info.mime_type, number), EngineOptions()).markdown
-        for number in range(1, info.page_count + 1)
-    ]
+    inputs = [PageInput(data, info.mime_type, n) for n in range(1, info.page_count + 1)]
+    results = [transcribe_page(None, page, options) for page in inputs]
     worker = time.perf_counter() - started
-    markdown = "\n\n".join(page for page in pages if page.strip())
-    return {
+    markdown = "\n\n".join(result.markdown for result in results if result.markdown.strip())
+    row = {
         "file": path.name,
         "pages": info.page_count,
         "text": similarity(markdown, reference),
@@ -69,6 +68,15 @@ def run_document(path: Path) -> dict:
         "worker_seconds": worker,
         "web_seconds": web,
     }
+    if page_images:
+        # What the worker adds for the UI's page images: LibreOffice's PDF, then each page drawn.
+        renditions._cache.clear()
+        started = time.perf_counter()
+        for page, result in zip(inputs, results, strict=True):
+            attach_page_images(page, result, options)
+        row["image_seconds"] = time.perf_counter() - started
+        row["images"] = sum("page_images" in result.extra for result in results)
+    return row
 
 
 def summary(rows: list[dict]) -> dict:
@@ -84,6 +92,8 @@ def summary(rows: list[dict]) -> dict:
         "markdown": mean("markdown"),
         "pages_per_second": pages / seconds if seconds else 0.0,
         "web_ms": 1000 * mean("web_seconds"),
+        "image_s": mean("image_seconds") if done and "image_seconds" in done[0] else None,
+        "images": sum(row.get("images", 0) for row in done),
     }
 
 
@@ -92,7 +102,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--format", action="append", choices=FORMATS)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--files", action="store_true", help="print every document's figures")
+    parser.add_argument(
+        "--table-format",
+        default="markdown",
+        choices=("markdown", "html", "auto"),
+        help="the job's table format (docling's references write pipe tables: markdown)",
+    )
+    parser.add_argument(
+        "--page-images",
+        action="store_true",
+        help="also time the page images (LibreOffice's PDF and each page drawn), per file",
+    )
     args = parser.parse_args(argv)
+    options = EngineOptions(table_format=args.table_format)
     warnings.simplefilter("ignore")
     # docling's import is paid once, before the clock runs.
     structure._backend(structure.types.DOCX)
@@ -105,12 +127,13 @@ def main(argv: list[str] | None = None) -> None:
             for path in (CORPUS / name / "sources").iterdir()
             if (CORPUS / name / "groundtruth" / f"{path.name}.md").exists()
         )
-        rows = [run_document(path) for path in sources]
+        rows = [run_document(path, options, args.page_images) for path in sources]
         results[name] = {"summary": summary(rows), "documents": rows}
         s = results[name]["summary"]
         print(
             f"| {name} | {s['files']} | {s['refused']} | {s['pages']} | {100 * s['text']:.1f} "
             f"| {100 * s['markdown']:.1f} | {s['pages_per_second']:.1f} | {s['web_ms']:.0f} |"
+            + (f" images: {s['images']}, {s['image_s']:.1f} s/file" if s["image_s"] else "")
         )
     for name, result in results.items():
         for row in result["documents"]:

@@ -28,7 +28,7 @@ def transcribe_page(engine: Engine, page: PageInput, options: EngineOptions) -> 
     laid out as PDF first, and the engine reads that PDF's page."""
     fmt = formats.format_of(page.mime_type)
     if fmt is not None and fmt.kind in formats.CONVERTED_KINDS:
-        return finish_page(page, structured_page(page, fmt), options)
+        return finish_page(page, structured_page(page, fmt, options), options)
     if fmt is not None and fmt.kind == "ebook":
         try:
             with MUPDF_LOCK:
@@ -40,10 +40,13 @@ def transcribe_page(engine: Engine, page: PageInput, options: EngineOptions) -> 
     return finish_page(page, result, options)
 
 
-def structured_page(page: PageInput, fmt: formats.Format) -> PageResult:
+def structured_page(
+    page: PageInput, fmt: formats.Format, options: EngineOptions | None = None
+) -> PageResult:
     started = time.perf_counter()
+    conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
     try:
-        units = structure.document_units(page.data, fmt)
+        units = structure.document_units(page.data, fmt, conversion)
     except (structure.ConversionError, ValueError) as exc:
         raise EngineError(str(exc)) from exc
     if not 1 <= page.page_number <= len(units):
@@ -60,7 +63,9 @@ def structured_page(page: PageInput, fmt: formats.Format) -> PageResult:
     )
 
 
-def attach_page_images(page: PageInput, result: PageResult) -> None:
+def attach_page_images(
+    page: PageInput, result: PageResult, options: EngineOptions | None = None
+) -> None:
     """For a page of an Office or OpenDocument file read from its structure: its images, drawn
     from LibreOffice's layout of the document (``model.formats.renditions``), in
     ``extra["page_images"]`` (a ``PageImages``, for the service to store), and its layout's one
@@ -69,7 +74,8 @@ def attach_page_images(page: PageInput, result: PageResult) -> None:
     if result.method != STRUCTURE_METHOD or fmt is None or not renditions.rendered(fmt):
         return
     try:
-        units = structure.document_units(page.data, fmt)
+        conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
+        units = structure.document_units(page.data, fmt, conversion)
         made = renditions.rendition(page.data, fmt, units)
         images = renditions.page_images(made, page.page_number)
     except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:

@@ -93,9 +93,10 @@ def _transcribe(task, claim: services.PageClaim) -> str:
             return "failed"
         # The engine's transcription, normalised as asked, with its quality signals.
         page = PageInput(data=data, mime_type=claim.mime_type, page_number=claim.number)
-        result = pipeline.transcribe_page(engine, page, EngineOptions.from_dict(claim.options))
+        options = EngineOptions.from_dict(claim.options)
+        result = pipeline.transcribe_page(engine, page, options)
         # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn above).
-        pipeline.attach_page_images(page, result)
+        pipeline.attach_page_images(page, result, options)
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
             services.page_fail(

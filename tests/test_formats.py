@@ -154,8 +154,10 @@ def page(data: bytes, number: int = 1) -> PageInput:
 def test_a_document_reads_close_to_doclings_reference(relative):
     data = office.corpus(relative)
     count = inspect_document(data).page_count
+    # docling's references write every table as a pipe table, merged cells repeated.
+    options = EngineOptions(table_format="markdown")
     markdown = "\n\n".join(
-        transcribe_page(None, page(data, n), EngineOptions()).markdown for n in range(1, count + 1)
+        transcribe_page(None, page(data, n), options).markdown for n in range(1, count + 1)
     )
 
     assert similarity(markdown, office.reference(relative)) >= 0.9
@@ -170,10 +172,82 @@ def test_equations_come_out_as_latex_and_merged_cells_are_kept():
     assert equations.method == STRUCTURE_METHOD and equations.output_tokens > 0
 
     tables = transcribe_page(
-        None, page(office.corpus("docx/sources/word_tables.docx")), EngineOptions()
+        None,
+        page(office.corpus("docx/sources/word_tables.docx")),
+        EngineOptions(table_format="markdown"),
     ).markdown
     # docling repeats a merged cell's text in every cell it spans, as its reference does.
     assert similarity(tables, office.reference("docx/sources/word_tables.docx")) >= 0.95
+
+
+@needs_corpus
+def test_the_table_format_is_honoured_html_everywhere_or_where_cells_merge():
+    data = office.corpus("docx/sources/word_tables.docx")
+
+    def read(table_format: str) -> str:
+        options = EngineOptions(table_format=table_format)
+        return transcribe_page(None, page(data), options).markdown
+
+    markdown, html, auto = read("markdown"), read("html"), read("auto")
+
+    assert "<table" not in markdown and markdown.count("| - |") >= 7
+    assert html.count("<table>") == 7 and "| - |" not in html
+    assert '<td colspan="2">Merged Cell 1.1 1.2</td>' in html and 'rowspan="2"' in html
+    # auto: the two tables without merged cells stay pipe tables, the five with are HTML.
+    assert auto.count("<table>") == 5 and "| Cell 1.0 | Cell 1.1 | Cell 1.2 |" in auto
+    assert "Merged Cell 1.1 1.2 | Merged Cell 1.1 1.2" not in auto
+
+
+@needs_corpus
+def test_speaker_notes_and_comments_are_left_out_unless_asked_for():
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+    commented = office.corpus("docx/sources/docx_comments.docx")
+
+    def read(data: bytes, number: int = 1, **options) -> str:
+        return transcribe_page(None, page(data, number), EngineOptions(**options)).markdown
+
+    assert "notes on the second slide" not in read(deck, 2)
+    assert read(deck, 2, speaker_notes=True).endswith(
+        "*Speaker notes:* Some notes on the second slide."
+    )
+    assert "notes" not in read(deck, 2, comments=True)
+
+    assert "reviewer comment" not in read(commented)
+    assert "reviewer comment" not in read(commented, speaker_notes=True)
+    with_comments = read(commented, comments=True)
+    assert "[author: John Reviewer (JR), time: 2026-01-04T05:48:07.000+00:00]: This is a " in (
+        with_comments
+    )
+    assert with_comments.startswith("# Document with Comments")
+
+
+@needs_corpus
+def test_a_slides_comments_stay_on_its_page():
+    deck = office.corpus("pptx/sources/powerpoint_comments.pptx")
+    slides = [
+        transcribe_page(None, page(deck, n), EngineOptions(comments=True)).markdown
+        for n in (1, 2, 3)
+    ]
+
+    assert "This is a sample reviewer comment" in slides[0]
+    assert "This is a cool feature" in slides[2]
+    assert "author:" not in slides[1]
+
+
+def test_a_long_html_table_is_cut_between_rows_each_part_a_whole_table_with_its_header():
+    header = "<tr><th>Row</th><th>Vessel</th></tr>"
+    rows = "".join(f"<tr><td>{n}</td><td>vessel {n}</td></tr>" for n in range(1, 401))
+    table = f"<table><tbody>{header}{rows}</tbody></table>"
+
+    pieces = parts.split_exactly(f"# Ledger\n\n{table}", 4)
+
+    assert len(pieces) == 4
+    for piece in pieces:
+        body = piece.removeprefix("# Ledger\n\n")
+        assert body.startswith(f"<table><tbody>{header}<tr><td>")
+        assert body.endswith("</td></tr></tbody></table>")
+    joined = "".join(pieces)
+    assert all(f"<td>vessel {n}</td>" in joined for n in (1, 200, 400))
 
 
 @needs_corpus

@@ -131,3 +131,15 @@ def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
     assert Page.objects.get(job_id=job["id"], number=2).layout["width"] == pytest.approx(
         960, abs=0.1
     )
+
+
+def test_speaker_notes_are_an_option_off_by_default_and_not_served_from_the_cache(api, worker):
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+
+    job, with_notes = finished(api, deck, "deck.pptx", speaker_notes="true")
+    again, without = finished(api, deck, "deck.pptx")
+
+    assert job["status"] == again["status"] == "succeeded"
+    assert "*Speaker notes:* Some notes on the second slide." in with_notes[1]["markdown"]
+    assert "Speaker notes" not in without[1]["markdown"]
+    assert without[1]["markdown"].startswith("# Second slide title")

@@ -43,6 +43,10 @@ class EngineOptions:
     # Text normalisation steps, canonical (``model.textnorm.parse_steps``): "" for none, else
     # a sorted comma-joined subset of "hyphenation", "ligatures", "whitespace".
     normalize: str = ""
+    # Documents read from their structure (model.formats.structure): a presentation's speaker
+    # notes, and reviewers' comments, written after the content they belong with.
+    speaker_notes: bool = False
+    comments: bool = False
 
     @classmethod
     def from_dict(cls, options: dict[str, Any]) -> EngineOptions:

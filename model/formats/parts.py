@@ -2,8 +2,9 @@
 (a Word file's text, a web page, a long sheet).
 
 Cuts fall between blocks (paragraphs, lists, fenced code, tables), preferably before a heading;
-a table longer than a part is cut between rows, its header repeated on every part, and only a
-single paragraph longer than a part is cut inside (between lines, then words).
+a table longer than a part (a pipe table or an HTML one) is cut between rows, its header
+repeated on every part, and only a single paragraph longer than a part is cut inside (between
+lines, then words).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterator
 PART_CHARS = 4000
 _HEADING = re.compile(r"^#{1,6} ")
 _FENCE = re.compile(r"^(```|~~~)")
+_HTML_TABLE = re.compile(r"<table\b.*</table>", re.DOTALL)
+_HTML_ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
 _TABLE_RULE = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
@@ -64,6 +67,11 @@ def _pieces(blocks: list[str], max_chars: int) -> Iterator[str]:
             yield block
         elif _is_table(block):
             yield from _table_pieces(block, max_chars)
+        elif _HTML_TABLE.fullmatch(block):
+            # A table in a table's cell is kept whole: its rows cannot be told apart by pattern.
+            yield from (
+                _html_table_pieces(block, max_chars) if block.count("<table") == 1 else [block]
+            )
         else:
             yield from _text_pieces(block, max_chars)
 
@@ -91,6 +99,27 @@ def _table_pieces(block: str, max_chars: int) -> Iterator[str]:
         piece.append(row)
         size += len(row) + 1
     yield "\n".join(piece)
+
+
+def _html_table_pieces(block: str, max_chars: int) -> Iterator[str]:
+    """Row ranges of a long HTML table (``table_format`` html or auto), each a whole table
+    with the table's header rows (its leading rows of ``<th>`` cells only)."""
+    rows = _HTML_ROW.findall(block)
+    header_count = 0
+    while header_count < len(rows) - 1 and "<td" not in rows[header_count]:
+        header_count += 1
+    header, body = rows[:header_count], rows[header_count:]
+    opening, closing = "<table><tbody>", "</tbody></table>"
+    base = len(opening) + len(closing) + sum(len(row) for row in header)
+    piece: list[str] = []
+    size = base
+    for row in body:
+        if piece and size + len(row) > max_chars:
+            yield opening + "".join(header + piece) + closing
+            piece, size = [], base
+        piece.append(row)
+        size += len(row)
+    yield opening + "".join(header + piece) + closing
 
 
 def _text_pieces(block: str, max_chars: int) -> Iterator[str]:

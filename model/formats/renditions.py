@@ -37,6 +37,7 @@ _WORKBOOKS = (types.XLSX, types.XLSM, types.XLS)
 # the first words can be a table's or a list's, which a PDF's text may order differently.
 _ANCHOR_TRIES = 80
 _WORD = re.compile(r"[^\W_]+")
+_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,8 @@ class Rendition:
 # Renditions of a few documents made last, per process: a worker takes a document's pages one
 # task at a time, and LibreOffice takes seconds per document.
 _CACHE_SIZE = 4
-_cache: OrderedDict[str, Rendition] = OrderedDict()
+# Per document: its PDF, each PDF page's text, and the views of each set of units seen.
+_cache: OrderedDict[str, tuple[bytes, list[str], dict[str, tuple[View, ...]]]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -85,17 +87,25 @@ def rendition(data: bytes, fmt: types.Format, page_units: list[str]) -> Renditio
     """The document as PDF and each unit's view of it (``page_units``: the structural
     conversion's units, which the parts of a text are matched to). Raises
     ``libreoffice.LibreOfficeError`` when LibreOffice fails or runs out of time."""
+    # Keyed by the document and its units: the units (so the views) depend on the job's
+    # options, and a document converted under other options is not laid out again.
     key = f"{fmt.mime_type}:{hashlib.sha256(data).hexdigest()}"
+    units_key = hashlib.sha256("\0".join(page_units).encode()).hexdigest()
     with _cache_lock:
-        if key in _cache:
+        entry = _cache.get(key)
+        if entry is not None:
             _cache.move_to_end(key)
-            return _cache[key]
-    pdf = libreoffice.to_pdf(data, fmt)
-    with MUPDF_LOCK, pymupdf.open(stream=pdf, filetype="pdf") as doc:
-        page_texts = [page.get_text() for page in doc]
+            if units_key in entry[2]:
+                return Rendition(entry[0], entry[2][units_key])
+    if entry is None:
+        made_pdf = libreoffice.to_pdf(data, fmt)
+        with MUPDF_LOCK, pymupdf.open(stream=made_pdf, filetype="pdf") as doc:
+            entry = (made_pdf, [page.get_text() for page in doc], {})
+    pdf, page_texts, views = entry
     made = Rendition(pdf, tuple(unit_views(data, fmt, page_units, page_texts)))
     with _cache_lock:
-        _cache[key] = made
+        views[units_key] = made.views
+        _cache[key] = entry
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return made
@@ -155,7 +165,8 @@ def _anchor(
 
 
 def _words(text: str) -> list[str]:
-    return [word.casefold() for word in _WORD.findall(text)]
+    # A unit's HTML tables (table_format html or auto) are matched by their cells' words.
+    return [word.casefold() for word in _WORD.findall(_TAG.sub(" ", text))]
 
 
 def page_images(made: Rendition, number: int) -> PageImages:

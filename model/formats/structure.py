@@ -14,6 +14,7 @@ import threading
 import warnings
 import zipfile
 from collections import OrderedDict
+from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
@@ -33,14 +34,39 @@ class ConversionError(ValueError):
     """A document docling's backend could not read; the message is for a person."""
 
 
-def document_units(data: bytes, fmt: types.Format) -> list[str]:
+@dataclass(frozen=True)
+class ConversionOptions:
+    """The job's options that change a structural conversion's Markdown."""
+
+    # "markdown": pipe tables (a merged cell's text repeated in each cell it spans, as in
+    # docling's own Markdown); "html": every table as HTML (rowspan, colspan); "auto": HTML
+    # only for the tables whose cells merge.
+    table_format: str = "markdown"
+    # A presentation's speaker notes, after each slide's content (PPTX, ODP).
+    speaker_notes: bool = False
+    # Reviewers' comments (DOCX, PPTX, XLSX, ODF), after the content they belong with.
+    comments: bool = False
+
+    @classmethod
+    def from_engine_options(cls, options: Any) -> ConversionOptions:
+        return cls(
+            table_format=options.table_format,
+            speaker_notes=options.speaker_notes,
+            comments=options.comments,
+        )
+
+
+def document_units(
+    data: bytes, fmt: types.Format, options: ConversionOptions | None = None
+) -> list[str]:
     """The document's units as Markdown, in order: unit N is page N of the job."""
-    key = f"{fmt.mime_type}:{hashlib.sha256(data).hexdigest()}"
+    options = options or ConversionOptions()
+    key = f"{fmt.mime_type}:{hashlib.sha256(data).hexdigest()}:{options}"
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key]
-    units = _convert(data, fmt)
+    units = _convert(data, fmt, options)
     with _cache_lock:
         _cache[key] = units
         while len(_cache) > _CACHE_SIZE:
@@ -48,7 +74,7 @@ def document_units(data: bytes, fmt: types.Format) -> list[str]:
     return units
 
 
-def _convert(data: bytes, fmt: types.Format) -> list[str]:
+def _convert(data: bytes, fmt: types.Format, options: ConversionOptions) -> list[str]:
     plan = units.unit_plan(data, fmt)
     if fmt in (types.MARKDOWN, types.TEXT):
         return parts.split_exactly(normalized_text(data), plan[0])
@@ -57,7 +83,7 @@ def _convert(data: bytes, fmt: types.Format) -> list[str]:
         # With a byte-order mark: the parser then reads UTF-8 whatever the page's own <meta>
         # says (the bytes were decoded with the charset its server declared, or as UTF-8).
         html = b"\xef\xbb\xbf" + content.html.encode("utf-8")
-        markdown = _markdown(_docling_document(html, types.HTML))
+        markdown = _markdown(_docling_document(html, types.HTML), options)
         return parts.split_exactly(markdown, plan[0])
     if fmt.kind == "legacy":
         try:
@@ -67,9 +93,12 @@ def _convert(data: bytes, fmt: types.Format) -> list[str]:
         document = _docling_document(data, libreoffice.CURRENT[fmt])
     else:
         document = _docling_document(data, fmt)
+    _sort_notes(document, options)
     if fmt in (types.PPTX, types.PPTM, types.XLSX, types.XLSM, types.PPT, types.XLS):
         # A slide or a sheet per docling page, in order; each cut to its planned page count.
-        sections = [_markdown(document, page_no=number) for number in sorted(document.pages)]
+        sections = [
+            _markdown(document, options, page_no=number) for number in sorted(document.pages)
+        ]
         sections += [""] * (len(plan) - len(sections))
         if len(sections) > len(plan):
             sections[len(plan) - 1 :] = ["\n\n".join(sections[len(plan) - 1 :])]
@@ -78,15 +107,112 @@ def _convert(data: bytes, fmt: types.Format) -> list[str]:
             for section, count in zip(sections, plan, strict=True)
             for part in parts.split_exactly(section, count)
         ]
-    return parts.split_exactly(_markdown(document), plan[0])
+    return parts.split_exactly(_markdown(document, options), plan[0])
 
 
-def _markdown(document: Any, page_no: int | None = None) -> str:
+def _markdown(document: Any, options: ConversionOptions, page_no: int | None = None) -> str:
+    # docling's own export_to_markdown, with the tables' serializer chosen by the table format.
     # Compact tables ("| - |" rules, no padding): what docling's references use, and fewer
     # tokens for the same cells.
-    return str(
-        document.export_to_markdown(page_no=page_no, image_placeholder="", compact_tables=True)
-    ).strip()
+    from docling_core.transforms.serializer.markdown import MarkdownDocSerializer, MarkdownParams
+    from docling_core.types.doc.document import (
+        DOCUMENT_TOKENS_EXPORT_LABELS,
+    )
+
+    params = MarkdownParams(
+        labels=DOCUMENT_TOKENS_EXPORT_LABELS,
+        layers=_layers(options),
+        pages={page_no} if page_no is not None else None,
+        image_placeholder="",
+        compact_tables=True,
+    )
+    serializer = MarkdownDocSerializer(
+        doc=document, params=params, table_serializer=_table_serializer(options.table_format)
+    )
+    return str(serializer.serialize().text).strip()
+
+
+_NOTES_MARK = "*Speaker notes:* "
+
+
+def _layers(options: ConversionOptions) -> set[Any]:
+    """The body, and docling's notes layer where the options ask for notes or comments."""
+    from docling_core.types.doc.document import DEFAULT_CONTENT_LAYERS, ContentLayer
+
+    if options.speaker_notes or options.comments:
+        return {*DEFAULT_CONTENT_LAYERS, ContentLayer.NOTES}
+    return set(DEFAULT_CONTENT_LAYERS)
+
+
+def _sort_notes(document: Any, options: ConversionOptions) -> None:
+    """Docling's notes layer holds speaker notes and comments alike: a comment is a notes item
+    in a comment section, any other is a speaker note. The kind not asked for is moved out of
+    the layer; a speaker note is marked, so that a reader does not take it for the slide's own
+    text; and a note with no page (a slide's comments) takes the page of the content before
+    it, so that it stays with its slide or sheet."""
+    from docling_core.types.doc.base import BoundingBox
+    from docling_core.types.doc.document import ContentLayer, ProvenanceItem, TextItem
+    from docling_core.types.doc.labels import GroupLabel
+
+    if not (options.speaker_notes or options.comments):
+        return
+    page_no = 1
+    for item, _ in document.iterate_items(
+        included_content_layers=set(ContentLayer), with_groups=False
+    ):
+        if item.content_layer != ContentLayer.NOTES:
+            page_no = item.prov[0].page_no if getattr(item, "prov", None) else page_no
+            continue
+        parent = item.parent.resolve(document) if item.parent is not None else None
+        comment = getattr(parent, "label", None) == GroupLabel.COMMENT_SECTION
+        if not (options.comments if comment else options.speaker_notes):
+            item.content_layer = ContentLayer.INVISIBLE
+            continue
+        if not comment and isinstance(item, TextItem) and item.text:
+            item.text = _NOTES_MARK + item.text
+        if not item.prov:
+            item.prov = [
+                ProvenanceItem(
+                    page_no=page_no,
+                    bbox=BoundingBox(l=0, t=0, r=0, b=0),
+                    charspan=(0, len(getattr(item, "text", ""))),
+                )
+            ]
+
+
+def _table_serializer(table_format: str) -> Any:
+    from docling_core.transforms.serializer.base import SerializationResult
+    from docling_core.transforms.serializer.common import create_ser_result
+    from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
+
+    class TableSerializer(MarkdownTableSerializer):
+        """Pipe tables, or HTML (docling's own) for the tables the table format asks for."""
+
+        def serialize(self, *, item: Any, doc_serializer: Any, doc: Any, **kwargs: Any) -> Any:
+            if (
+                kwargs.get("_nested_in_table")
+                or not _as_html(item, table_format)
+                # Another page's table (a slide's, a sheet's): docling's serializer leaves it out.
+                or item.self_ref in doc_serializer.get_excluded_refs(**kwargs)
+            ):
+                return super().serialize(
+                    item=item, doc_serializer=doc_serializer, doc=doc, **kwargs
+                )
+            caption = doc_serializer.serialize_captions(item=item, **kwargs).text
+            html = item.export_to_html(doc=doc, add_caption=False)
+            text = "\n\n".join(part for part in (caption, html) if part)
+            result: SerializationResult = create_ser_result(text=text, span_source=item)
+            return result
+
+    return TableSerializer()
+
+
+def _as_html(table: Any, table_format: str) -> bool:
+    if table_format == "html":
+        return True
+    return table_format == "auto" and any(
+        cell.row_span > 1 or cell.col_span > 1 for cell in table.data.table_cells
+    )
 
 
 # The main part's content type in a macro-enabled file, and in the plain one docling reads.

@@ -115,6 +115,8 @@ class JobListCreateView(APIView):
                     headers=serializer.validated_data.get("headers"),
                     normalize=serializer.validated_data.get("normalize"),
                     review_threshold=serializer.validated_data.get("review_threshold"),
+                    speaker_notes=serializer.validated_data.get("speaker_notes", False),
+                    comments=serializer.validated_data.get("comments", False),
                 ),
                 idempotency_key=idempotency_key,
                 webhook_url=serializer.validated_data.get("webhook_url"),

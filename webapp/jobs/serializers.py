@@ -26,6 +26,16 @@ class JobCreateSerializer(serializers.Serializer):
         default=False,
         help_text="store figure crops and link them from the Markdown (engines that find figures)",
     )
+    speaker_notes = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="a presentation's speaker notes after each slide (PPTX, PPT, ODP)",
+    )
+    comments = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="reviewers' comments after the content (DOCX, PPTX, XLSX, OpenDocument)",
+    )
     webhook_url = serializers.CharField(
         required=False,
         allow_blank=True,

@@ -56,6 +56,9 @@ class JobOptions:
     # Pages whose review score reaches this need review; None: the server's
     # FOLIO_REVIEW_THRESHOLD at the time the page finishes.
     review_threshold: float | None = None
+    # Documents read from their structure: a presentation's speaker notes, reviewers' comments.
+    speaker_notes: bool = False
+    comments: bool = False
 
     @classmethod
     def parse(
@@ -67,6 +70,8 @@ class JobOptions:
         headers: str | None = None,
         normalize: str | bool | None = None,
         review_threshold: float | None = None,
+        speaker_notes: bool = False,
+        comments: bool = False,
     ) -> JobOptions:
         """A request's options; what it leaves out comes from the server's defaults
         (FOLIO_TABLE_FORMAT, FOLIO_HEADERS, FOLIO_NORMALIZE)."""
@@ -95,6 +100,8 @@ class JobOptions:
             headers=headers,
             normalize=steps,
             review_threshold=review_threshold,
+            speaker_notes=bool(speaker_notes),
+            comments=bool(comments),
         )
 
     @classmethod
@@ -103,12 +110,18 @@ class JobOptions:
 
     def output_options(self) -> dict:
         """The options that change what an engine writes: part of the result cache key."""
-        return {
+        options: dict = {
             "table_format": self.table_format,
             "figures": self.figures,
             "headers": self.headers,
             "normalize": self.normalize,
         }
+        # Only when asked for: the cache keys of every other job stay as they were.
+        if self.speaker_notes:
+            options["speaker_notes"] = True
+        if self.comments:
+            options["comments"] = True
+        return options
 
     def as_dict(self) -> dict:
         return {
