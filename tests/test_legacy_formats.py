@@ -7,14 +7,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
 import psutil
 import pytest
 
 from model.documents import UnsupportedDocument, inspect_document
 from model.engines.base import EngineError, EngineOptions, PageInput
-from model.formats import types
+from model.formats import libreoffice, types, units
 from model.pipeline import STRUCTURE_METHOD, transcribe_page
 from tests import office
 
@@ -34,19 +33,21 @@ def legacy(tmp_path_factory) -> dict[str, bytes]:
         pytest.skip(NO_LIBREOFFICE)
     work = tmp_path_factory.mktemp("legacy")
     made = {}
-    for source, target in (
-        ("docx/sources/word_tables.docx", "doc"),
-        ("xlsx/sources/xlsx_01.xlsx", "xls"),
-        ("pptx/sources/powerpoint_sample.pptx", "ppt"),
+    for key, (name, data), target in (
+        ("doc", ("word_tables.docx", office.corpus("docx/sources/word_tables.docx")), "doc"),
+        ("xls", ("xlsx_01.xlsx", office.corpus("xlsx/sources/xlsx_01.xlsx")), "xls"),
+        ("ppt", ("sample.pptx", office.corpus("pptx/sources/powerpoint_sample.pptx")), "ppt"),
+        ("long doc", ("long.docx", office.long_docx()), "doc"),
+        ("long xls", ("long.xlsx", office.long_sheet_xlsx(600)), "xls"),
     ):
-        path = work / Path(source).name
-        path.write_bytes(office.corpus(source))
+        path = work / name
+        path.write_bytes(data)
         subprocess.run(
             [SOFFICE, f"-env:UserInstallation={(work / 'profile').as_uri()}", "--headless",
              "--convert-to", target, "--outdir", str(work), str(path)],
             check=True, capture_output=True, timeout=300,
         )  # fmt: skip
-        made[target] = path.with_suffix(f".{target}").read_bytes()
+        made[key] = path.with_suffix(f".{target}").read_bytes()
     return made
 
 
@@ -76,6 +77,36 @@ def test_each_sheet_of_an_xls_and_each_slide_of_a_ppt_is_a_page(legacy):
 
     assert inspect_document(legacy["ppt"]).page_count == 3
     assert "Second slide title" in read(legacy["ppt"], 2)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
+@pytest.mark.parametrize("name", ["doc", "xls", "ppt", "long doc", "long xls"])
+def test_the_upload_counts_exactly_the_pages_of_the_file_libreoffice_saves(legacy, name):
+    """Counted in the web process from the binary file's own records (no conversion), the
+    pages are those the worker cuts the converted DOCX, XLSX or PPTX into."""
+    data = legacy[name]
+    fmt = types.format_of(inspect_document(data).mime_type)
+
+    converted = libreoffice.to_current_format(data, fmt)
+
+    expected = sum(units.unit_plan(converted, libreoffice.CURRENT[fmt]))
+    assert inspect_document(data).page_count == expected
+    assert expected > 1 or name in ("doc",)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
+def test_a_long_sheet_of_an_xls_is_cut_into_row_ranges_like_an_xlsx(legacy):
+    data = legacy["long xls"]
+
+    assert inspect_document(data).page_count == 4
+    ranges = [read(data, number) for number in (1, 2, 3)]
+    for part in ranges:
+        assert part.splitlines()[0].replace(" ", "") == "|Row|Vessel|Tonnes|"
+    rows = [line for part in ranges for line in part.splitlines() if line[2:3].isdigit()]
+    assert rows == [f"| {n} | vessel {n} | {3 * n} |" for n in range(1, 601)]
+    assert "harbour master" in read(data, 4)
 
 
 @pytest.mark.slow

@@ -1,14 +1,16 @@
 """How many pages a structured document becomes, decided cheaply and the same way in the web
 process (to create the page rows) and in the worker (to cut the converted Markdown to fit).
 
-- a slide is a page (PPTX);
+- a slide is a page (PPTX, PPT);
 - a sheet is a page, and a sheet with more than SHEET_ROWS_PER_PART filled rows is cut into
-  that many rows a page (XLSX, XLSM, CSV);
+  that many rows a page (XLSX, XLSM, XLS, CSV);
 - everything else (DOCX, ODT, ODP, ODS, HTML, Markdown, text) is cut into parts of about
   PART_CHARS characters of text, about one printed page.
 
-The count comes from the text and cells in the XML, streamed (no layout, no conversion): the
-web process never converts a document.
+The count comes from the text and cells in the XML, streamed, or from a legacy binary file's
+own records (a DOC's text length in its File Information Block, an XLS's cell records, a PPT's
+slide list), with no layout and no conversion: the web process never converts a document, and
+a legacy file gets the pages the file LibreOffice saves from it would.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
     if fmt is types.PPT:
         return [1] * max(1, _ppt_slides(data))
     if fmt is types.XLS:
-        return [1] * max(1, _xls_sheets(data))
+        # As the XLSX LibreOffice saves it is cut: a sheet, or ranges of its filled rows.
+        return [_row_parts(rows) for rows in _xls_sheet_rows(data)] or [1]
     return [max(1, math.ceil(text_length(data, fmt) / PART_CHARS))]
 
 
@@ -71,7 +74,9 @@ def text_length(data: bytes, fmt: types.Format) -> int:
     if fmt is types.HTML:
         return webpage.main_content(normalized_text(data)).text_length
     if fmt is types.DOC:
-        return _ole_metadata(data).num_chars or 0
+        # The main text's length as Word counts it; the summary's character count is only a
+        # cache that LibreOffice, among others, leaves at 0.
+        return _doc_text_length(data) or _ole_metadata(data).num_chars or 0
     if fmt is types.RTF:
         return len(b" ".join(_RTF_CONTROL.sub(b" ", data).split()))
     return len(normalized_text(data))
@@ -120,18 +125,65 @@ def _ole_metadata(data: bytes) -> Any:
         return ole.get_metadata()
 
 
-def _xls_sheets(data: bytes) -> int:
-    """The sheets of an XLS workbook: its BOUNDSHEET records, read from the record headers of
-    the Workbook stream (type and length, 2 bytes each) without decoding any cell."""
+def _doc_text_length(data: bytes) -> int:
+    """ccpText of a Word 97-2003 file: the characters of its main text (paragraph marks
+    included), in the FibRgLw97 of the File Information Block at the start of the
+    WordDocument stream ([MS-DOC] 2.5.1): after the 32-byte FibBase, a count of 16-bit
+    values and those values, then a count of 32-bit values, of which ccpText is the fourth."""
+    with olefile.OleFileIO(io.BytesIO(data)) as ole:
+        if not ole.exists("WordDocument"):
+            return 0
+        fib = ole.openstream("WordDocument").read(1024)
+    if len(fib) < 36:
+        return 0
+    (shorts,) = struct.unpack_from("<H", fib, 32)
+    longs = 32 + 2 + 2 * shorts + 2
+    if longs + 16 > len(fib):
+        return 0
+    (text,) = struct.unpack_from("<i", fib, longs + 12)
+    return max(0, int(text))
+
+
+# BIFF8 records that hold a cell's value ([MS-XLS] 2.4): FORMULA, MULRK, RSTRING, LABELSST,
+# NUMBER, LABEL, BOOLERR, RK. Each starts with its row (2 bytes, 0-based).
+_XLS_CELLS = frozenset({0x0006, 0x00BD, 0x00D6, 0x00FD, 0x0203, 0x0204, 0x0205, 0x027E})
+_BOF, _EOF = 0x0809, 0x000A
+
+
+def _xls_sheet_rows(data: bytes) -> list[int]:
+    """Filled rows of each sheet of an XLS workbook (its last row holding a value), in order:
+    each BOUNDSHEET record points to its sheet's substream, whose cell records are read up to
+    the substream's end by their headers (type and length, 2 bytes each) and first 2 bytes."""
     with olefile.OleFileIO(io.BytesIO(data)) as ole:
         name = "Workbook" if ole.exists("Workbook") else "Book"
         stream = ole.openstream(name).read()
-    sheets, offset = 0, 0
-    while offset + 4 <= len(stream):
+    starts = [
+        struct.unpack_from("<I", stream, body)[0]
+        for kind, body, length in _biff_records(stream, 0)
+        if kind == _BOUNDSHEET and length >= 4
+    ]
+    rows = []
+    for start in starts:
+        last, depth = 0, 0
+        for kind, body, length in _biff_records(stream, start):
+            if kind == _BOF:
+                depth += 1
+            elif kind == _EOF:
+                depth -= 1
+                if depth <= 0:
+                    break
+            elif kind in _XLS_CELLS and length >= 2:
+                last = max(last, struct.unpack_from("<H", stream, body)[0] + 1)
+        rows.append(last)
+    return rows
+
+
+def _biff_records(stream: bytes, offset: int) -> Iterator[tuple[int, int, int]]:
+    """(type, offset of the body, length) of each record from ``offset``."""
+    while offset >= 0 and offset + 4 <= len(stream):
         kind, length = struct.unpack_from("<HH", stream, offset)
-        sheets += kind == _BOUNDSHEET
+        yield kind, offset + 4, min(length, len(stream) - offset - 4)
         offset += 4 + length
-    return sheets
 
 
 _PPT_DOCUMENT, _PPT_SLIDE_LIST, _PPT_SLIDE_PERSIST = 0x03E8, 0x0FF0, 0x03F3
