@@ -64,12 +64,17 @@ def structured_page(
 
 
 def attach_page_images(
-    page: PageInput, result: PageResult, options: EngineOptions | None = None
+    page: PageInput,
+    result: PageResult,
+    options: EngineOptions | None = None,
+    *,
+    timeout: float = 60,
 ) -> None:
     """For a page of an Office or OpenDocument file read from its structure: its images, drawn
     from LibreOffice's layout of the document (``model.formats.renditions``), in
     ``extra["page_images"]`` (a ``PageImages``, for the service to store), and its layout's one
-    block laid over them. Nothing where LibreOffice is missing or fails: the text stands."""
+    block laid over them; ``timeout`` bounds the drawing (FOLIO_PAGE_RENDER_TIMEOUT in the
+    worker). Nothing where LibreOffice is missing or fails: the text stands."""
     fmt = formats.format_of(page.mime_type)
     if result.method != STRUCTURE_METHOD or fmt is None or not renditions.rendered(fmt):
         return
@@ -77,7 +82,7 @@ def attach_page_images(
         conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
         units = structure.document_units(page.data, fmt, conversion)
         made = renditions.rendition(page.data, fmt, units)
-        images = renditions.page_images(made, page.page_number)
+        images = renditions.page_images(made, page.page_number, timeout=timeout)
     except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:
         logger.warning("page %s: no page image (%s)", page.page_number, exc)
         return

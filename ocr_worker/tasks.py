@@ -96,7 +96,9 @@ def _transcribe(task, claim: services.PageClaim) -> str:
         options = EngineOptions.from_dict(claim.options)
         result = pipeline.transcribe_page(engine, page, options)
         # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn above).
-        pipeline.attach_page_images(page, result, options)
+        pipeline.attach_page_images(
+            page, result, options, timeout=settings.FOLIO_PAGE_RENDER_TIMEOUT
+        )
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
             services.page_fail(

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import io
 import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import pymupdf
-from PIL import Image
 
-from model.documents import MUPDF_LOCK
+from model.documents import MUPDF_LOCK, PDF
 from model.formats import libreoffice, types, units
-from model.rendering import render_zoom
+from model.page_images import render_page_images
 
 RENDERED = frozenset(libreoffice.PDF_FILTERS)
 _PRESENTATIONS = (types.PPTX, types.PPTM, types.PPT)
@@ -64,17 +62,9 @@ _cache: OrderedDict[str, tuple[bytes, list[str], dict[str, tuple[View, ...]]]] =
 _cache_lock = threading.Lock()
 
 
-# The sizes the UI shows a page at (webapp/ui/services.py; a test holds them together): the
-# panel's image, and the zoomed view's, drawn for 200 % (twice 96 dpi), its long side capped.
-PANEL_LONG_SIDE = 1400
-FULL_DPI = 192
-FULL_LONG_SIDE = 2400
-_JPEG_QUALITY = 85
-
-
 @dataclass(frozen=True)
 class PageImages:
-    jpeg: bytes  # the panel's
+    jpeg: bytes  # the panel's (model.page_images' sizes, as for every page)
     full_jpeg: bytes  # the zoomed view's
     size: tuple[float, float]  # what the images show, in points (for the layout's boxes)
 
@@ -169,23 +159,20 @@ def _words(text: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(_TAG.sub(" ", text))]
 
 
-def page_images(made: Rendition, number: int) -> PageImages:
-    """Page ``number`` (1-based) of the job, drawn from its view of the rendition."""
+def page_images(made: Rendition, number: int, *, timeout: float) -> PageImages:
+    """Page ``number`` (1-based) of the job, drawn from its view of the rendition: the view
+    cut out as a one-page PDF here (no drawing), then drawn like any PDF page, in a child
+    process killed past ``timeout`` s (``model.page_images``: a page's drawing can take
+    without bound, and LibreOffice's PDF carries the document's own pictures)."""
     view = made.views[number - 1]
     with MUPDF_LOCK, pymupdf.open(stream=made.pdf, filetype="pdf") as doc:
-        page = doc[view.page]
+        doc.select([view.page])
+        page = doc[0]
         rect = page.rect
-        clip = pymupdf.Rect(
+        band = pymupdf.Rect(
             rect.x0, rect.y0 + view.top * rect.height, rect.x1, rect.y0 + view.bottom * rect.height
         )
-        panel = _draw(page, clip, render_zoom(clip, PANEL_LONG_SIDE))
-        full = _draw(page, clip, min(FULL_DPI / 72, FULL_LONG_SIDE / max(clip.width, clip.height)))
-    return PageImages(panel, full, (float(clip.width), float(clip.height)))
-
-
-def _draw(page: pymupdf.Page, clip: pymupdf.Rect, zoom: float) -> bytes:
-    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), clip=clip, alpha=False)
-    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
-    buffer = io.BytesIO()
-    image.save(buffer, format="JPEG", quality=_JPEG_QUALITY, optimize=True)
-    return buffer.getvalue()
+        page.set_cropbox(band)
+        one_page = doc.tobytes(garbage=1)
+    drawn = render_page_images(one_page, PDF, 1, timeout=timeout)
+    return PageImages(drawn.panel, drawn.full, (float(band.width), float(band.height)))
