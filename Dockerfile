@@ -3,8 +3,9 @@
 #
 # It builds offline: the dependencies come from deploy/requirements.lock (every package
 # pinned with its wheel's SHA-256) and from the wheelhouse in wheels/, which `make wheels`
-# fills once. `docker build --network=none .` then needs nothing from outside;
-# `--build-arg OFFLINE=0` lets pip download what the wheelhouse lacks (still hash-checked).
+# fills once. `docker build --network=none --build-arg LIBREOFFICE=0 .` then needs nothing
+# from outside (LibreOffice, below, comes from Debian's archive); `--build-arg OFFLINE=0` lets
+# pip download what the wheelhouse lacks (still hash-checked).
 FROM python:3.11-slim
 
 ARG OFFLINE=1
@@ -18,6 +19,23 @@ WORKDIR /app
 
 RUN groupadd --system --gid "$FOLIO_UID" folio \
     && useradd --system --uid "$FOLIO_UID" --gid folio --home-dir /home/folio --create-home folio
+
+# LibreOffice, Debian's headless packages: the workers read DOC, XLS, PPT and RTF with it and
+# draw the pages of Office and OpenDocument files (model/formats/libreoffice.py), and the web
+# process accepts those formats only where it is installed. It comes from Debian's archive, so
+# this layer needs the network once (Docker caches it, before the wheelhouse's layers); a
+# build with no network at all passes `--build-arg LIBREOFFICE=0`, and its server then refuses
+# the legacy formats saying what to install and shows Office pages without images. DejaVu and
+# Liberation (metric-compatible with Arial, Times New Roman and Courier New) keep documents'
+# line breaks close to Office's.
+ARG LIBREOFFICE=1
+RUN if [ "$LIBREOFFICE" = 1 ]; then \
+        apt-get update \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            libreoffice-writer-nogui libreoffice-calc-nogui libreoffice-impress-nogui \
+            fonts-dejavu-core fonts-liberation2 \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
 
 COPY deploy/requirements.lock deploy/requirements.lock
 COPY wheels/ /tmp/wheels/

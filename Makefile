@@ -52,7 +52,8 @@ test-vllm: $(VLLM_VENV)/.installed
 		$(VLLM_VENV)/bin/python -m tests.stack tests/vllm $(PYTEST_ARGS); fi
 
 # The wheelhouse the server image installs from with no index (Dockerfile): every wheel that
-# deploy/requirements.lock pins, hash-checked. `docker build --network=none .` then works.
+# deploy/requirements.lock pins, hash-checked. `docker build --network=none --build-arg
+# LIBREOFFICE=0 .` then works (LibreOffice comes from Debian's archive: Dockerfile).
 wheels: | $(BIN)/python
 	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --require-hashes \
 		-r deploy/requirements.lock -d wheels

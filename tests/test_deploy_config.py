@@ -149,6 +149,24 @@ def test_the_images_run_as_a_non_root_user_with_a_health_check():
         assert 'ENTRYPOINT ["/app/deploy/entrypoint.sh"]' in text, dockerfile
 
 
+def test_the_server_image_installs_the_libreoffice_the_legacy_formats_ask_for():
+    """The packages the image installs are those the refusal names (and .ci/run installs),
+    so the compose deployment reads DOC, XLS, PPT and RTF and draws Office pages."""
+    from model.formats.libreoffice import INSTALL_HINT
+
+    packages = set(re.findall(r"libreoffice-[a-z]+-nogui", INSTALL_HINT))
+    dockerfile = (REPOSITORY / "Dockerfile").read_text()
+    install = re.search(r"ARG LIBREOFFICE=1\nRUN (.*?)\n\n", dockerfile, flags=re.DOTALL)
+
+    assert install and "apt-get install" in install[1], "the image installs no LibreOffice"
+    assert packages == set(re.findall(r"libreoffice-[a-z]+-nogui", install[1])) != set()
+    assert packages <= set(
+        re.findall(r"libreoffice-[a-z]+-nogui", (REPOSITORY / ".ci/run").read_text())
+    )
+    # Before the wheelhouse's layers: a change of dependencies does not install it again.
+    assert dockerfile.index("ARG LIBREOFFICE=1") < dockerfile.index("COPY wheels/")
+
+
 def test_the_secrets_folder_is_kept_out_of_git():
     result = subprocess.run(
         ["git", "check-ignore", "-q", ".secrets/folio_secret_key"], cwd=REPOSITORY

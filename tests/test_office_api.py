@@ -123,9 +123,9 @@ def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
     detail = client.get(f"/jobs/{job['id']}/")
 
     assert image.status_code == 200 and image["Content-Type"] == "image/jpeg"
-    with Image.open(io.BytesIO(image.content)) as drawn:
+    with Image.open(io.BytesIO(b"".join(image.streaming_content))) as drawn:
         assert abs(drawn.width / drawn.height - 16 / 9) < 0.02  # the slide, not an A4 page
-    with Image.open(io.BytesIO(full.content)) as drawn_full:
+    with Image.open(io.BytesIO(b"".join(full.streaming_content))) as drawn_full:
         assert drawn_full.width > drawn.width
     assert f"/jobs/{job['id']}/pages/2.jpg" in detail.content.decode()
     assert Page.objects.get(job_id=job["id"], number=2).layout["width"] == pytest.approx(
