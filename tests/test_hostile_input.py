@@ -563,3 +563,25 @@ def test_an_event_stream_holds_its_waiting_slot_until_it_is_closed(api):
 
     with WaiterSlot() as afterwards:
         assert afterwards.taken
+
+
+def test_a_finished_page_without_an_image_is_drawn_by_a_worker_on_request(api, client):
+    """A page answered from the result cache never reached a worker: the viewer's request
+    asks one to draw it (once a minute at most), and the image is then served as stored."""
+    from ocr_worker.tasks import render_page_image
+
+    job = Job.objects.get(pk=post_jobs(api, documents.born_digital_pdf(), "r.pdf").json()["id"])
+    Page.objects.filter(job=job, number=1).update(status=Page.Status.SUCCEEDED)
+    client.force_login(job.owner)
+
+    asked = client.get(f"/jobs/{job.pk}/pages/1.jpg")
+    assert asked.status_code == 202 and b"being drawn" in asked.content
+
+    assert render_page_image(str(job.pk), 1) == "drawn"  # what the worker runs
+    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
+    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
+
+    assert (image.status_code, full.status_code) == (200, 200)
+    panel_jpeg, full_jpeg = (b"".join(r.streaming_content) for r in (image, full))
+    assert panel_jpeg.startswith(b"\xff\xd8") and full_jpeg.startswith(b"\xff\xd8")
+    assert len(full_jpeg) > len(panel_jpeg)
