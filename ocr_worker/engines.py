@@ -21,6 +21,7 @@ from celery.signals import worker_init, worker_process_init
 
 from model.engines import engine_names, engine_spec, load_engine
 from ocr_worker.celery_app import app
+from webapp.core.queues import plain_queue
 from webapp.jobs.queueing import engine_queue
 
 logger = logging.getLogger(__name__)
@@ -33,9 +34,14 @@ class WorkerConfigurationError(RuntimeError):
 
 
 def consumed_engines(celery_app: Celery) -> list[str]:
-    """The engines whose queues this worker was told to consume (``-Q``)."""
+    """The engines whose queues this worker was told to consume (``-Q``): an engine's own
+    queue, or its no-speculation queue (pages handed over, ``model.engines.handoff``)."""
     queues = set(celery_app.amqp.queues.consume_from or {})
-    return [name for name in engine_names() if engine_queue(name) in queues]
+    return [
+        name
+        for name in engine_names()
+        if engine_queue(name) in queues or plain_queue(name) in queues
+    ]
 
 
 def pool_name(pool_cls: object) -> str:
@@ -47,15 +53,18 @@ def pool_name(pool_cls: object) -> str:
 
 
 def check_worker_layout(*, engines: list[str], queues: set[str], pool: str) -> None:
-    """An exclusive (GPU) engine gets a worker of its own, in a threads or solo pool."""
+    """An exclusive (GPU) engine gets a worker of its own, in a threads or solo pool: one
+    that consumes its queue, or one (started without speculation) that consumes its
+    no-speculation queue."""
     for name in engines:
         if not engine_spec(name).exclusive_worker:
             continue
-        others = sorted(queues - {engine_queue(name)})
+        own = engine_queue(name) if engine_queue(name) in queues else plain_queue(name)
+        others = sorted(queues - {own})
         if others:
             raise WorkerConfigurationError(
                 f"engine {name} holds an accelerator: its worker consumes only "
-                f"{engine_queue(name)}, not also {', '.join(others)}"
+                f"{own}, not also {', '.join(others)}"
             )
         if pool not in IN_PROCESS_POOLS:
             raise WorkerConfigurationError(

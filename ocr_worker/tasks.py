@@ -14,12 +14,13 @@ from django.conf import settings
 
 from model import pipeline
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
+from model.engines.handoff import wants_plain
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
 from ocr_worker.page_images import page_images_make
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
-from webapp.core.workers import served_engines_or_none
+from webapp.core.workers import served_engines_or_none, serves_plain
 from webapp.jobs import engine_waits, heartbeat, liveness, services
 from webapp.jobs.models import Job
 from webapp.webhooks import services as webhook_services
@@ -123,6 +124,11 @@ def _transcribe(task, claim: services.PageClaim) -> str:
         logger.exception("page %s: unexpected engine failure", claim.page_id)
         services.page_fail(claim=claim, error="the engine failed on this page (an internal error)")
         return "failed"
+    handoff = None if claim.decode_plain else wants_plain(result.extra)
+    # Handed over only to a live worker without speculation; otherwise the page stands as the
+    # engine left it (a runaway trimmed and flagged for review).
+    if handoff and serves_plain(claim.engine, fresh=True):
+        return "handed over" if services.page_hand_off(claim=claim, reason=handoff) else "skipped"
     services.page_complete(claim=claim, result=result, engine_version=engine.version)
     return "done"
 
@@ -149,6 +155,7 @@ def reap_pages() -> int:
         stuck_after=timedelta(seconds=settings.FOLIO_PAGE_TIME_LIMIT + 60),
         unsent_after=timedelta(minutes=1),
         lost_nodes=liveness.lost_nodes(),
+        serves_plain=serves_plain,
     )
     # Jobs whose engine's workers left: say so, and end them after the limit.
     engine_waits.jobs_waiting_for_engines(

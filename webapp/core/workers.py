@@ -9,7 +9,7 @@ import time
 from django.conf import settings
 
 from ocr_worker.celery_app import app
-from webapp.core.queues import engine_queue
+from webapp.core.queues import PLAIN_SUFFIX, engine_queue
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,24 @@ _refreshing = threading.Lock()
 
 def serving_engines(*, timeout: float = 1.0, fresh: bool = False) -> set[str]:
     """Engine names with at least one live worker on their queue. Raises when the broker is
-    unreachable. Cached briefly (unless ``fresh``): a broadcast waits ``timeout`` for replies."""
+    unreachable. Cached briefly (unless ``fresh``): a broadcast waits ``timeout`` for replies.
+    A worker on an engine's no-speculation queue alone (``queues.plain_queue``) takes only
+    pages handed over to it, so it does not make the engine served."""
+    return {name for name in _served_queues(timeout, fresh) if not name.endswith(PLAIN_SUFFIX)}
+
+
+def serves_plain(engine: str, *, timeout: float = 1.0, fresh: bool = False) -> bool | None:
+    """Whether a live worker consumes ``engine``'s no-speculation queue; ``None`` when the
+    broker cannot be asked."""
+    try:
+        return engine + PLAIN_SUFFIX in _served_queues(timeout, fresh)
+    except Exception:
+        logger.warning("cannot ask the workers which queues they serve", exc_info=True)
+        return None
+
+
+def _served_queues(timeout: float, fresh: bool) -> set[str]:
+    """The names after ``ocr.`` of the engine queues live workers consume."""
     global _cache
     now = time.monotonic()
     if not fresh and _cache is not None and now - _cache[0] < _CACHE_SECONDS:

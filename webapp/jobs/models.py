@@ -147,7 +147,9 @@ class Page(models.Model):
 
     - ``queued → running``: claimed by the worker holding the page's current ``task_id``;
       ``running → running`` again when that message is redelivered after a worker died.
-    - ``running → queued``: a transient error; the page is retried after a back-off.
+    - ``running → queued``: a transient error; the page is retried after a back-off. Or the
+      engine handed the page over to a worker started without speculative decoding
+      (``decode_plain`` set: every later message for it goes to that worker's queue).
     - ``running → succeeded|failed``: only by the claim that is still current (``attempts``
       matches), so a page lands in the result exactly once.
     - ``queued|running → cancelled``: its job was cancelled before it finished.
@@ -168,6 +170,9 @@ class Page(models.Model):
     # The Celery task id of the message that may work on this page; any other message is stale.
     task_id = models.UUIDField(default=uuid.uuid4)
     attempts = models.PositiveIntegerField(default=0)
+    # Handed over by its engine (a runaway decode under speculation): its messages go to the
+    # engine's no-speculation queue (webapp.core.queues.plain_queue).
+    decode_plain = models.BooleanField(default=False)
     worker = models.CharField(
         max_length=200, blank=True, help_text="hostname:pid of the last claim"
     )

@@ -10,21 +10,24 @@ from collections.abc import Iterable
 from kombu.exceptions import OperationalError as BrokerError
 
 from ocr_worker.celery_app import app
-from webapp.core.queues import engine_queue
+from webapp.core.queues import engine_queue, page_queue  # noqa: F401 (engine_queue: re-exported)
 
 logger = logging.getLogger(__name__)
 
 TRANSCRIBE_PAGE = "folio.transcribe_page"
 
 
-def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, uuid.UUID | str]]) -> bool:
-    """Send one message per ``(page_id, task_id)``.
+def pages_enqueue(
+    *, engine: str, pages: Iterable[tuple[int, uuid.UUID | str]], plain: bool = False
+) -> bool:
+    """Send one message per ``(page_id, task_id)``, to the engine's queue, or with ``plain``
+    to its no-speculation queue (pages the engine handed over).
 
     Called after the commit that created the pages. If the broker is unreachable this logs
     and answers ``False``: the pages stay queued in the database for the reaper to send, so
     an accepted submission is never lost and its client never sees an error for saved work.
     """
-    queue = engine_queue(engine)
+    queue = page_queue(engine, plain=plain)
     try:
         with app.producer_or_acquire() as producer:
             for page_id, task_id in pages:
@@ -41,11 +44,12 @@ def pages_enqueue(*, engine: str, pages: Iterable[tuple[int, uuid.UUID | str]]) 
     return True
 
 
-def queue_depth(*, engine: str) -> int | None:
-    """Messages waiting in an engine's queue; ``None`` when the broker cannot say."""
+def queue_depth(*, engine: str, plain: bool = False) -> int | None:
+    """Messages waiting in an engine's queue (or its no-speculation queue); ``None`` when the
+    broker cannot say."""
     try:
         with app.connection_for_write() as connection:
-            return connection.default_channel.client.llen(engine_queue(engine))
+            return connection.default_channel.client.llen(page_queue(engine, plain=plain))
     except Exception:
         logger.warning("queue depth of %s unavailable", engine, exc_info=True)
         return None

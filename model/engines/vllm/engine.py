@@ -13,9 +13,12 @@ with the reason and the numbers (the worker's start-up turns the error into an e
 Runaway repetition: vLLM refuses DeepSeek-OCR's n-gram logits processor while speculative
 decoding is on, so each page is checked after decoding (``model.repetition``, with the
 end-of-sequence id that vLLM keeps in ``token_ids`` stripped first). A runaway page is trimmed
-to one copy of its loop and flagged (the quality report marks it for review). Decoding it again
-without speculation is opt-in (``FOLIO_VLLM_REPETITION_FALLBACK=on``): a second engine in the
-same process, which needs its own share of GPU memory.
+to one copy of its loop and flagged (the quality report marks it for review). A page that ran
+away under speculation also asks to be handed over (``model.engines.handoff``): the worker sends
+it to a worker of this engine started without speculation, on the engine's no-speculation
+queue, when one is live, and that worker decodes it with DeepSeek-OCR's n-gram processor.
+Decoding it again in this process instead is opt-in (``FOLIO_VLLM_REPETITION_FALLBACK=on``): a
+second engine, which needs its own share of GPU memory.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from PIL import Image
 
 from model import gundam, repetition
 from model.documents import DocumentError
+from model.engines import handoff
 from model.engines.base import (
     EngineError,
     EngineOptions,
@@ -243,6 +247,9 @@ class VllmEngine:
         )
         if first.spec:
             result.extra["spec_decode"] = first.spec
+        if guard["runaway"] and not guard["retried"] and not self._spec_off:
+            # Only an engine without speculation may run the n-gram processor on it.
+            handoff.ask_plain(result.extra, f"runaway repetition ({guard['reason']})")
         if figures:
             result.extra["figures"] = figure_reports(image, figures)
         result.layout = grounded_layout(

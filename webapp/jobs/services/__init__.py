@@ -1,8 +1,8 @@
 """Writes for documents, jobs and pages: the one place where their state changes.
 
 The web side calls ``job_submit`` (``submission``); the worker calls ``page_claim`` and then
-exactly one of ``page_complete``, ``page_fail`` or ``page_retry_later`` with the claim it got
-(``page_lifecycle``); beat runs the reaper (``maintenance``) and retention
+exactly one of ``page_complete``, ``page_fail``, ``page_retry_later`` or ``page_hand_off`` with
+the claim it got (``page_lifecycle``); beat runs the reaper (``maintenance``) and retention
 (``job_lifecycle``, beside cancel and delete). Callers import from this package.
 """
 
@@ -34,6 +34,7 @@ from webapp.jobs.services.page_lifecycle import (
     page_complete,
     page_fail,
     page_fail_stopped,
+    page_hand_off,
     page_retry_later,
     retention_expiry,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "page_complete",
     "page_fail",
     "page_fail_stopped",
+    "page_hand_off",
     "page_image_name",
     "page_image_render_request",
     "page_images_save",

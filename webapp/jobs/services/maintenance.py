@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import timedelta
 from functools import partial
@@ -26,6 +27,7 @@ def pages_reap(
     unsent_after: timedelta,
     lost_after: timedelta | None = None,
     lost_nodes: AbstractSet[str] = frozenset(),
+    serves_plain: Callable[[str], bool | None] | None = None,
 ) -> int:
     """Hand out again the pages that no message will ever finish: claimed by a worker that
     died (running far past the time limit, or on a node that ``lost_nodes`` names: a host
@@ -37,6 +39,11 @@ def pages_reap(
     (``webapp.jobs.heartbeat``) is left alone, however long it runs: a GPU page may run for
     minutes, and sending it again would decode it twice. Only when the heartbeats cannot be
     read does elapsed time alone decide.
+
+    A page its engine handed over to the no-speculation queue goes back there; when
+    ``serves_plain(engine)`` says no worker consumes that queue any more, it goes back to its
+    engine's queue instead (whose worker, finding nobody to hand it to, keeps the page as it
+    decodes it).
 
     Each gets a new task id, which turns any old message for it into a no-op."""
     now = timezone.now()
@@ -56,19 +63,31 @@ def pages_reap(
     )
     reaped = 0
     lost = _lost_pages(now=now, lost_after=unsent_after if lost_after is None else lost_after)
-    for candidates in (stuck, unsent, *lost):
-        for page_id, status, task_id, engine in candidates.values_list(
-            "pk", "status", "task_id", "job__engine"
+    stranded = _plain_pages_unserved(now=now, serves_plain=serves_plain, after=unsent_after)
+    for candidates in (stuck, unsent, *lost, *stranded):
+        for page_id, status, task_id, engine, plain in candidates.values_list(
+            "pk", "status", "task_id", "job__engine", "decode_plain"
         )[:1000]:
             new_task_id = uuid.uuid4()
+            if plain and serves_plain is not None and serves_plain(engine) is False:
+                plain = False
             with transaction.atomic():
                 moved = Page.objects.filter(pk=page_id, status=status, task_id=task_id).update(
-                    status=Page.Status.QUEUED, task_id=new_task_id, enqueued_at=now, sent_at=None
+                    status=Page.Status.QUEUED,
+                    task_id=new_task_id,
+                    enqueued_at=now,
+                    sent_at=None,
+                    decode_plain=plain,
                 )
                 if moved:
                     reaped += 1
                     transaction.on_commit(
-                        partial(pages_send, engine=engine, pages=[(page_id, new_task_id)])
+                        partial(
+                            pages_send,
+                            engine=engine,
+                            pages=[(page_id, new_task_id)],
+                            plain=plain,
+                        )
                     )
     if reaped:
         logger.warning("re-enqueued %d pages that no worker was going to finish", reaped)
@@ -104,10 +123,27 @@ def _lost_pages(*, now, lost_after: timedelta) -> list:
         job__status__in=Job.ACTIVE,
     )
     lost = []
-    for engine in waiting.order_by().values_list("job__engine", flat=True).distinct():
-        if queue_depth(engine=engine) == 0:
-            lost.append(waiting.filter(job__engine=engine))
+    queues = waiting.order_by().values_list("job__engine", "decode_plain").distinct()
+    for engine, plain in queues:
+        if queue_depth(engine=engine, plain=plain) == 0:
+            lost.append(waiting.filter(job__engine=engine, decode_plain=plain))
     return lost
+
+
+def _plain_pages_unserved(
+    *, now, serves_plain: Callable[[str], bool | None] | None, after: timedelta
+) -> list:
+    """Handed-over pages waiting on a no-speculation queue that no live worker consumes."""
+    if serves_plain is None:
+        return []
+    waiting = Page.objects.filter(
+        status=Page.Status.QUEUED,
+        decode_plain=True,
+        sent_at__lt=now - after,
+        job__status__in=Job.ACTIVE,
+    )
+    engines = waiting.order_by().values_list("job__engine", flat=True).distinct()
+    return [waiting.filter(job__engine=e) for e in engines if serves_plain(e) is False]
 
 
 def _cancelled_job_pages_close(*, now, stuck_after: timedelta) -> int:

@@ -1,5 +1,6 @@
 """The worker's side of a page: ``page_claim``, then exactly one of ``page_complete``,
-``page_fail`` or ``page_retry_later`` with the claim it got; the last page closes its job."""
+``page_fail``, ``page_retry_later`` or ``page_hand_off`` with the claim it got; the last page
+closes its job."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from pathlib import PurePath
 
 from django.conf import settings
@@ -41,6 +43,8 @@ class PageClaim:
     sha256: str
     # Whose result cache the page's transcription goes to (webapp/results/services.py).
     owner_id: int | None = None
+    # Handed over already: this claim is a no-speculation worker's, never handed on again.
+    decode_plain: bool = False
 
 
 def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
@@ -88,6 +92,7 @@ def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
         mime_type=job.document.mime_type,
         sha256=job.document.sha256,
         owner_id=job.owner_id,
+        decode_plain=page.decode_plain,
     )
 
 
@@ -197,6 +202,39 @@ def page_retry_later(*, claim: PageClaim, error: str) -> bool:
             pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
         ).update(status=Page.Status.QUEUED, error=error, enqueued_at=timezone.now())
     )
+
+
+def page_hand_off(*, claim: PageClaim, reason: str) -> bool:
+    """Send a page the engine asked to hand over (``model.engines.handoff``) to a worker of the
+    same engine started without speculative decoding, on the engine's no-speculation queue;
+    ``False`` if this claim was superseded. A new task id makes any other message a no-op; the
+    hand-over is not a failed attempt, so it does not count against the attempts limit."""
+    # Imported here: submission imports this module (job_finalize_if_complete).
+    from webapp.jobs.services.submission import pages_send
+
+    new_task_id = uuid.uuid4()
+    with transaction.atomic():
+        moved = Page.objects.filter(
+            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
+        ).update(
+            status=Page.Status.QUEUED,
+            task_id=new_task_id,
+            decode_plain=True,
+            attempts=F("attempts") - 1,
+            enqueued_at=timezone.now(),
+            sent_at=None,
+            error=f"handed over to a worker without speculative decoding: {reason}",
+        )
+        if moved:
+            transaction.on_commit(
+                partial(
+                    pages_send,
+                    engine=claim.engine,
+                    pages=[(claim.page_id, new_task_id)],
+                    plain=True,
+                )
+            )
+    return bool(moved)
 
 
 def _page_finish_failed(*, page_id: int, job_id: uuid.UUID, attempts: int, error: str) -> bool:

@@ -480,10 +480,11 @@ def _store_content(data: bytes, *, sha256: str, mime_type: str) -> str:
     return name
 
 
-def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]]) -> None:
+def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]], plain: bool = False) -> None:
     """Send the pages' messages and note that they went out; pages whose send failed keep
-    ``sent_at`` empty, and the reaper sends them once the broker is back."""
-    if pages_enqueue(engine=engine, pages=pages):
+    ``sent_at`` empty, and the reaper sends them once the broker is back. ``plain``: to the
+    engine's no-speculation queue."""
+    if pages_enqueue(engine=engine, pages=pages, plain=plain):
         Page.objects.filter(pk__in=[page_id for page_id, _ in pages], sent_at__isnull=True).update(
             sent_at=timezone.now()
         )

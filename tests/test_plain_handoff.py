@@ -1,0 +1,75 @@
+"""A page that runs away under speculation goes to a worker started without speculation.
+
+Real worker processes on the real broker and database: one worker serves the engine's queue
+with speculation on, another (``FOLIO_TEST_SPECULATION=off``) serves only the engine's
+no-speculation queue. The engine (``tests/handoff_engines.py``) asks to hand every page over,
+as the vLLM engine does for a runaway under speculation; the worker hands it over when a live
+worker consumes that queue, and keeps the page as the engine left it when none does.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from tests import documents
+from tests.conftest import wait_for_job
+from tests.handoff_engines import ENGINE, PLAIN_TEXT, TRIMMED_TEXT, extra_engines_value
+from tests.workers import WorkerProcess, purge_queues
+from webapp.core.queues import engine_queue, plain_queue
+from webapp.core.workers import serves_plain, serving_engines
+from webapp.jobs.models import Page
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def engine_known():
+    """The test process validates engine names at submission: it must know this one too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FOLIO_EXTRA_ENGINES", extra_engines_value())
+        yield
+
+
+@pytest.fixture(scope="module")
+def speculating_worker(django_db_setup, engine_known):
+    purge_queues(engine_queue(ENGINE), plain_queue(ENGINE))
+    env = {"FOLIO_EXTRA_ENGINES": extra_engines_value(), "FOLIO_TEST_SPECULATION": "on"}
+    with WorkerProcess(queues=engine_queue(ENGINE), env=env) as process:
+        yield process
+
+
+def submit(api) -> str:
+    upload = SimpleUploadedFile("page.png", documents.png_page())
+    response = api.post("/v1/jobs", {"file": upload, "engine": ENGINE}, format="multipart")
+    assert response.status_code == 202, response.content
+    return response.json()["id"]
+
+
+def test_without_a_plain_worker_the_page_stays_as_the_engine_left_it(api, speculating_worker):
+    assert serves_plain(ENGINE, fresh=True) is False
+    job = wait_for_job(api, submit(api), timeout=60)
+    assert job["status"] == "succeeded", job
+    page = Page.objects.get(job_id=job["id"])
+    assert page.markdown.strip() == TRIMMED_TEXT
+    assert not page.decode_plain and page.attempts == 1
+    assert page.extra["handoff"]["to"] == "decode-without-speculation"
+
+
+def test_a_runaway_page_is_decoded_again_by_the_worker_without_speculation(api, speculating_worker):
+    env = {"FOLIO_EXTRA_ENGINES": extra_engines_value(), "FOLIO_TEST_SPECULATION": "off"}
+    with WorkerProcess(queues=plain_queue(ENGINE), env=env) as plain_worker:
+        assert serves_plain(ENGINE, fresh=True) is True
+        # It takes only handed-over pages: its queue is not an engine of its own.
+        assert not any(name.endswith(".plain") for name in serving_engines(fresh=True))
+        job = wait_for_job(api, submit(api), timeout=60)
+        assert job["status"] == "succeeded", job
+        page = Page.objects.get(job_id=job["id"])
+        assert page.markdown.strip() == PLAIN_TEXT
+        assert page.decode_plain and page.extra.get("speculation") == "off"
+        # The hand-over is not a failed attempt; the plain worker's claim is the one that saved.
+        assert page.attempts == 1
+        assert page.worker.startswith(plain_worker.name + ":")
+        assert "handoff" not in page.extra
+    # With only the plain worker gone the engine is still served, by the speculating worker.
+    assert serves_plain(ENGINE, fresh=True) is False
