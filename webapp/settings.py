@@ -41,12 +41,12 @@ CSRF_TRUSTED_ORIGINS = env_list("FOLIO_CSRF_TRUSTED_ORIGINS", [])
 # connecting address is the client; a wrong count lets clients pick their own address.
 FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
 # Behind TLS (FOLIO_HTTPS=1, docs/SECURITY.md): cookies only over HTTPS, HSTS, plain HTTP
-# redirected (the health probes excepted: they come from inside, over plain HTTP). A proxy
+# redirected (probes and scrapers excepted: they come from inside, over plain HTTP). A proxy
 # that terminates TLS says so in X-Forwarded-Proto, believed only from trusted proxies.
 FOLIO_HTTPS = env_bool("FOLIO_HTTPS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = FOLIO_HTTPS
 SECURE_SSL_REDIRECT = FOLIO_HTTPS and env_bool("FOLIO_HTTPS_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int(
     "FOLIO_HSTS_SECONDS", 365 * 24 * 3600 if FOLIO_HTTPS else 0, minimum=0
 )
