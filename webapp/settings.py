@@ -7,6 +7,7 @@ broker on localhost (``make run`` starts an embedded one and points FOLIO_BROKER
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -349,7 +350,14 @@ FOLIO_WEBHOOK_SWEEP_SECONDS = env_int("FOLIO_WEBHOOK_SWEEP_SECONDS", 30, minimum
 # After a secret rotation the old secret keeps signing (beside the new one) this long.
 FOLIO_WEBHOOK_ROTATION_HOURS = env_int("FOLIO_WEBHOOK_ROTATION_HOURS", 24, minimum=0)
 # Redeliveries a user may ask for (DRF rate: N/second|minute|hour|day), each a request sent.
-FOLIO_WEBHOOK_REDELIVER_RATE = env_str("FOLIO_WEBHOOK_REDELIVER_RATE", "10/min")
+FOLIO_WEBHOOK_REDELIVER_RATE = env_str("FOLIO_WEBHOOK_REDELIVER_RATE", "10/min").strip()
+if not re.fullmatch(
+    r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", FOLIO_WEBHOOK_REDELIVER_RATE
+):
+    raise ConfigError(
+        f"FOLIO_WEBHOOK_REDELIVER_RATE={FOLIO_WEBHOOK_REDELIVER_RATE!r} is not N/second, "
+        "N/minute, N/hour or N/day"
+    )
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

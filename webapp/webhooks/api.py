@@ -3,12 +3,10 @@ job's delivery log, and redelivery."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, Throttled
 from rest_framework.response import Response
-from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from webapp.core.errors import bad_parameter, conflict
@@ -109,19 +107,7 @@ class DeliveryDetailView(APIView):
         return Response(DeliverySerializer(delivery).data)
 
 
-class RedeliveryThrottle(UserRateThrottle):
-    """Redeliveries per user (FOLIO_WEBHOOK_REDELIVER_RATE): each one makes this server send
-    a request, so unthrottled they would turn it against the receiver."""
-
-    scope = "webhook-redeliver"
-
-    def get_rate(self) -> str:
-        return settings.FOLIO_WEBHOOK_REDELIVER_RATE
-
-
 class DeliveryRedeliverView(APIView):
-    throttle_classes = [RedeliveryThrottle]
-
     @extend_schema(request=None, responses={202: DeliverySerializer})
     def post(self, request, delivery_id):
         delivery = selectors.delivery_get(owner=request.user, delivery_id=delivery_id)
@@ -131,6 +117,8 @@ class DeliveryRedeliverView(APIView):
             copy = services.delivery_redeliver(delivery=delivery)
         except services.RedeliveryPending as exc:
             raise conflict(str(exc)) from exc
+        except services.RedeliveryThrottled as exc:
+            raise Throttled(wait=exc.retry_after, detail=str(exc)) from exc
         except services.WebhookError as exc:
             raise bad_parameter(str(exc)) from exc
         return Response(DeliverySerializer(copy).data, status=status.HTTP_202_ACCEPTED)
