@@ -64,7 +64,10 @@ SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 # Signals whose threshold is a number this bench can choose, with the thresholds it tries
 # and when the signal fails at one (its reported value against the threshold).
 TUNABLE = {
-    "line_confidence": ([0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5], lambda v, t: v > t),
+    "line_confidence": (
+        [0.0, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5],
+        lambda v, t: v > t,
+    ),
 }
 
 
@@ -90,7 +93,8 @@ def run_suite(
             degradation=realpages.WORN,
             tested_only=True,
         ).report
-    corpus.build(tmp / "generated")
+    if not (tmp / "generated" / "tests.jsonl").is_file():  # a replay reads the same PDFs
+        corpus.build(tmp / "generated")
     return evaluate(engine, options, tmp / "generated", load_tests(tmp / "generated/tests.jsonl"))
 
 

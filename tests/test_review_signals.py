@@ -166,6 +166,17 @@ def test_a_scan_with_misread_lines_is_flagged_though_its_mean_confidence_is_high
     assert clean is not None and clean.ok
 
 
+def test_one_short_misread_line_among_many_good_ones_is_flagged():
+    # The Redbook brief's scan: 35 lines read well, and "Database performance and
+    # scalability" read as "dataeee oeagns" at 0.54 (about 1 % of the page's text).
+    lines = [[10, 10 + 20 * i, 500, 28 + 20 * i, 0.98, PROSE[:60]] for i in range(35)]
+    lines.append([10, 720, 200, 738, 0.54, "dataeee oeagns"])
+    signal = content_signals.line_confidence_signal(signals.ocr_lines(lines))
+    assert signal is not None and not signal.ok, signal
+    assert "dataeee oeagns" in signal.detail and signal.value < 0.02
+    assert 0.5 <= signal.weight < 0.6
+
+
 # --- the score ---------------------------------------------------------------------------------
 
 
