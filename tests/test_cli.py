@@ -240,7 +240,7 @@ def test_the_console_script_converts_a_file_with_its_settings_from_the_environme
 def test_an_interrupted_run_cancels_the_jobs_it_had_in_flight_and_exits_130(
     live_server, key, worker, tmp_path
 ):
-    from webapp.jobs.models import Job
+    from webapp.jobs.models import Job, Page
 
     source = put(tmp_path, "bundle.tiff", documents.multipage_tiff(8))
     env = {**os.environ, "FOLIO_URL": live_server.url, "FOLIO_API_KEY": key}
@@ -256,6 +256,11 @@ def test_an_interrupted_run_cancels_the_jobs_it_had_in_flight_and_exits_130(
     assert process.returncode == 130
     assert list(Job.objects.values_list("status", flat=True)) == ["cancelled"]
     assert not (tmp_path / "bundle.md").exists()
+    # The module's worker finishes the pages it had already started; wait for them, so that
+    # no worker query races the flush of this test's rows (a deadlock on a busy host).
+    deadline = time.monotonic() + 60
+    while Page.objects.filter(status=Page.Status.RUNNING).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def test_the_live_display_shows_pages_of_an_estimated_total_and_a_line_per_file(tmp_path):

@@ -352,8 +352,9 @@ def test_connection_errors_are_retried_with_back_off_until_the_server_answers():
     def serve_later() -> None:
         time.sleep(0.6)
         server = ThreadingHTTPServer(("127.0.0.1", port), Models)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # Kept before it serves: the client may have its answer before this thread runs on.
         servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
 
     servers: list[ThreadingHTTPServer] = []
     threading.Thread(target=serve_later, daemon=True).start()
