@@ -63,35 +63,33 @@ def structured_page(
     )
 
 
-def attach_page_images(
-    page: PageInput,
-    result: PageResult,
-    options: EngineOptions | None = None,
-    *,
-    timeout: float = 60,
-) -> None:
-    """For a page of an Office or OpenDocument file read from its structure: its images, drawn
-    from LibreOffice's layout of the document (``model.formats.renditions``), in
-    ``extra["page_images"]`` (a ``PageImages``, for the service to store), and its layout's one
-    block laid over them; ``timeout`` bounds the drawing (FOLIO_PAGE_RENDER_TIMEOUT in the
-    worker). Nothing where LibreOffice is missing or fails: the text stands."""
+def has_office_page_images(mime_type: str) -> bool:
+    """Whether pages of this type get images drawn by LibreOffice here (Office and
+    OpenDocument files, where LibreOffice is installed)."""
+    fmt = formats.format_of(mime_type)
+    return fmt is not None and renditions.rendered(fmt)
+
+
+def office_page_images(
+    page: PageInput, options: EngineOptions | None = None, *, timeout: float = 60
+) -> renditions.PageImages | None:
+    """An Office or OpenDocument page's images, drawn from LibreOffice's layout of the document
+    (``model.formats.renditions``) for the units the options make; ``timeout`` bounds the
+    drawing (FOLIO_PAGE_RENDER_TIMEOUT in the worker). ``None`` for other documents, and where
+    LibreOffice is missing or fails: the text stands without them."""
     fmt = formats.format_of(page.mime_type)
-    if result.method != STRUCTURE_METHOD or fmt is None or not renditions.rendered(fmt):
-        return
+    if fmt is None or not renditions.rendered(fmt):
+        return None
     try:
         conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
         units = structure.document_units(page.data, fmt, conversion)
         made = renditions.rendition(page.data, fmt, units)
-        images = renditions.page_images(made, page.page_number, timeout=timeout)
+        return renditions.page_images(made, page.page_number, timeout=timeout)
     except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:
         logger.warning("page %s: no page image (%s)", page.page_number, exc)
-        return
     except Exception:  # a drawing's bug must not fail a page whose text was read
         logger.exception("page %s: no page image", page.page_number)
-        return
-    result.extra["page_images"] = images
-    if result.layout is not None:
-        result.layout = whole_page_layout(result.markdown, images.size)
+    return None
 
 
 # The method of a page read from the document's structure rather than transcribed.

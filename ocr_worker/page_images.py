@@ -14,6 +14,8 @@ import uuid
 
 from django.conf import settings
 
+from model import pipeline
+from model.engines.base import EngineOptions, PageInput
 from model.formats.types import has_page_images
 from model.page_images import RenderFailed, RenderTimeout, render_page_images
 from webapp.jobs import services
@@ -21,9 +23,7 @@ from webapp.jobs import services
 logger = logging.getLogger(__name__)
 
 
-def page_images_make(
-    *, job_id: uuid.UUID, number: int, data: bytes, mime_type: str
-) -> str | None:
+def page_images_make(*, job_id: uuid.UUID, number: int, data: bytes, mime_type: str) -> str | None:
     """Draw and store the page's images; the reason to fail the page now, or ``None`` (drawn,
     nothing to draw, or a document error the engine will state in its own words)."""
     if not has_page_images(mime_type):
@@ -50,3 +50,22 @@ def page_images_make(
     except Exception:  # the viewer lacks a picture; the page's reading is not at stake
         logger.exception("page %s of job %s: its images could not be stored", number, job_id)
     return None
+
+
+def office_page_images_make(
+    *, job_id: uuid.UUID, number: int, data: bytes, mime_type: str, options: dict
+) -> bool:
+    """Draw and store an Office or OpenDocument page's images from LibreOffice's layout of the
+    document (the page's units as the job's options make them); ``False`` where there are
+    none to draw (no LibreOffice here, or it failed: the page keeps its text)."""
+    images = pipeline.office_page_images(
+        PageInput(data=data, mime_type=mime_type, page_number=number),
+        EngineOptions.from_dict(options),
+        timeout=settings.FOLIO_PAGE_RENDER_TIMEOUT,
+    )
+    if images is None:
+        return False
+    services.office_page_images_record(
+        job_id=job_id, number=number, panel=images.jpeg, full=images.full_jpeg
+    )
+    return True

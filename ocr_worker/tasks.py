@@ -15,9 +15,10 @@ from django.conf import settings
 from model import pipeline
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
 from model.engines.handoff import wants_plain
+from model.formats.types import is_converted
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
-from ocr_worker.page_images import page_images_make
+from ocr_worker.page_images import office_page_images_make, page_images_make
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
 from webapp.core.workers import served_engines_or_none, serves_plain
@@ -96,10 +97,6 @@ def _transcribe(task, claim: services.PageClaim) -> str:
         page = PageInput(data=data, mime_type=claim.mime_type, page_number=claim.number)
         options = EngineOptions.from_dict(claim.options)
         result = pipeline.transcribe_page(engine, page, options)
-        # An Office page's image, for the UI's page-beside-text view (a PDF's is drawn above).
-        pipeline.attach_page_images(
-            page, result, options, timeout=settings.FOLIO_PAGE_RENDER_TIMEOUT
-        )
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
             services.page_fail(
@@ -129,7 +126,20 @@ def _transcribe(task, claim: services.PageClaim) -> str:
     # engine left it (a runaway trimmed and flagged for review).
     if handoff and serves_plain(claim.engine, fresh=True):
         return "handed over" if services.page_hand_off(claim=claim, reason=handoff) else "skipped"
-    services.page_complete(claim=claim, result=result, engine_version=engine.version)
+    office = pipeline.has_office_page_images(claim.mime_type) and services.page_image_drawing_claim(
+        job_id=claim.job_id, number=claim.number
+    )
+    saved = services.page_complete(claim=claim, result=result, engine_version=engine.version)
+    if office and saved:
+        # An Office page's images, drawn from LibreOffice's layout once its text is saved (the
+        # text does not wait for LibreOffice); the viewer shows them beside the text.
+        office_page_images_make(
+            job_id=claim.job_id,
+            number=claim.number,
+            data=data,
+            mime_type=claim.mime_type,
+            options=claim.options,
+        )
     return "done"
 
 
@@ -140,12 +150,13 @@ def render_page_image(job_id: str, number: int) -> str:
     job = Job.objects.select_related("document").filter(pk=job_id).first()
     if job is None or job.is_expired or job.document.file_deleted_at is not None:
         return "gone"
-    refusal = page_images_make(
-        job_id=job.pk,
-        number=number,
-        data=document_bytes(job.document.file.name),
-        mime_type=job.document.mime_type,
-    )
+    data, mime_type = document_bytes(job.document.file.name), job.document.mime_type
+    if is_converted(mime_type):  # an Office page: drawn from LibreOffice's layout, if at all
+        drawn = office_page_images_make(
+            job_id=job.pk, number=number, data=data, mime_type=mime_type, options=job.options
+        )
+        return "drawn" if drawn else "failed"
+    refusal = page_images_make(job_id=job.pk, number=number, data=data, mime_type=mime_type)
     return "failed" if refusal else "drawn"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import shutil
+import time
 from pathlib import Path
 
 import openai
@@ -118,19 +119,25 @@ def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
     assert job["status"] == "succeeded"
     client.force_login(django_user_model.objects.get(username="alice"))
 
-    image = client.get(f"/jobs/{job['id']}/pages/2.jpg")
-    full = client.get(f"/jobs/{job['id']}/pages/2.jpg?full=1")
+    image = wait_for_image(client, f"/jobs/{job['id']}/pages/2.jpg")
+    full = wait_for_image(client, f"/jobs/{job['id']}/pages/2.jpg?full=1")
     detail = client.get(f"/jobs/{job['id']}/")
 
-    assert image.status_code == 200 and image["Content-Type"] == "image/jpeg"
-    with Image.open(io.BytesIO(b"".join(image.streaming_content))) as drawn:
+    with Image.open(io.BytesIO(image)) as drawn:
         assert abs(drawn.width / drawn.height - 16 / 9) < 0.02  # the slide, not an A4 page
-    with Image.open(io.BytesIO(b"".join(full.streaming_content))) as drawn_full:
+    with Image.open(io.BytesIO(full)) as drawn_full:
         assert drawn_full.width > drawn.width
     assert f"/jobs/{job['id']}/pages/2.jpg" in detail.content.decode()
-    assert Page.objects.get(job_id=job["id"], number=2).layout["width"] == pytest.approx(
-        960, abs=0.1
-    )
+
+
+def wait_for_image(client, url: str, timeout: float = 120) -> bytes:
+    """The page image once drawn: the worker draws an Office page after saving its text, and
+    the viewer's URL answers 202 until then."""
+    deadline = time.monotonic() + timeout
+    while (answer := client.get(url)).status_code == 202 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert answer.status_code == 200 and answer["Content-Type"] == "image/jpeg", answer
+    return b"".join(answer.streaming_content)
 
 
 def test_speaker_notes_are_an_option_off_by_default_and_not_served_from_the_cache(api, worker):
@@ -143,3 +150,19 @@ def test_speaker_notes_are_an_option_off_by_default_and_not_served_from_the_cach
     assert "*Speaker notes:* Some notes on the second slide." in with_notes[1]["markdown"]
     assert "Speaker notes" not in without[1]["markdown"]
     assert without[1]["markdown"].startswith("# Second slide title")
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice is not installed")
+def test_an_office_page_answered_from_the_cache_is_drawn_when_the_viewer_asks(
+    api, worker, client, django_user_model
+):
+    deck = office.corpus("pptx/sources/powerpoint_comments.pptx")
+    finished(api, deck, "deck.pptx")
+    again, _ = finished(api, deck, "deck.pptx")
+    assert {page["method"] for page in again["pages"]} == {"cache"}  # no worker read them
+    client.force_login(django_user_model.objects.get(username="alice"))
+    url = f"/jobs/{again['id']}/pages/2.jpg"
+
+    assert client.get(url).status_code == 202  # asked for; a worker draws it
+    with Image.open(io.BytesIO(wait_for_image(client, url))) as drawn:
+        assert abs(drawn.width / drawn.height - 4 / 3) < 0.02  # this deck's 4:3 slides

@@ -15,7 +15,7 @@ from PIL import Image
 from model.engines.base import EngineOptions, PageInput
 from model.formats import renditions, structure, types
 from model.page_images import PANEL_LONG_SIDE
-from model.pipeline import attach_page_images, transcribe_page
+from model.pipeline import office_page_images, transcribe_page
 from tests import office
 
 NO_LIBREOFFICE = "LibreOffice is not installed (.ci/run installs it)"
@@ -85,17 +85,15 @@ def test_a_long_sheet_cut_into_row_ranges_shows_each_range_as_a_band_of_its_shee
     assert whole_sheet.size[0] > whole_sheet.size[1]
 
 
-def test_the_pipeline_attaches_the_image_and_lays_the_pages_block_over_it():
+def test_the_pipeline_draws_an_office_page_at_its_own_shape():
     deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
     page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=3)
-    result = transcribe_page(None, page, EngineOptions())
 
-    attach_page_images(page, result)
+    images = office_page_images(page, EngineOptions())
 
-    images = result.extra["page_images"]
-    assert (result.layout.width, result.layout.height) == images.size
     assert images.size == pytest.approx((960, 540), abs=0.1)  # the slide, not A4
-    assert result.layout.blocks[0].bbox == (0.0, 0.0, *images.size)
+    width, height = size(images.jpeg)
+    assert abs(width / height - 16 / 9) < 0.02
 
 
 def test_without_libreoffice_the_page_keeps_its_text_and_has_no_image(monkeypatch):
@@ -103,8 +101,6 @@ def test_without_libreoffice_the_page_keeps_its_text_and_has_no_image(monkeypatc
     renditions._cache.clear()
     deck = office.corpus("pptx/sources/powerpoint_comments.pptx")
     page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=1)
-    result = transcribe_page(None, page, EngineOptions())
 
-    attach_page_images(page, result)
-
-    assert "page_images" not in result.extra and result.markdown
+    assert transcribe_page(None, page, EngineOptions()).markdown
+    assert office_page_images(page, EngineOptions()) is None

@@ -11,6 +11,7 @@ import zipfile
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from model.formats import renditions
 from model.formats.types import CONVERTED_KINDS, format_of
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
@@ -39,7 +40,7 @@ def page_image_stored(*, job: Job, number: int, full: bool = False) -> File:
         raise PageImageUnavailable("that page is not part of this job")
     fmt = format_of(document.mime_type)
     if fmt is not None and fmt.kind in CONVERTED_KINDS:
-        return _stored_office_page_image(page, full=full, name=fmt.name)
+        return _stored_office_page_image(job, page, full=full, name=fmt.name)
     try:
         return default_storage.open(
             job_services.page_image_name(job_id=job.pk, number=number, full=full), "rb"
@@ -61,16 +62,31 @@ def stored_page_image(page: Page) -> dict:
     return image if isinstance(image, dict) else {}
 
 
-def _stored_office_page_image(page: Page, *, full: bool, name: str) -> File:
+def office_images_drawable(mime_type: str) -> bool:
+    """Whether this server draws the pages of an Office or OpenDocument file: the workers run
+    from the same installation as the web process (one image), so LibreOffice here means
+    LibreOffice there."""
+    fmt = format_of(mime_type)
+    return fmt is not None and renditions.rendered(fmt)
+
+
+def _stored_office_page_image(job: Job, page: Page, *, full: bool, name: str) -> File:
     """An Office or OpenDocument page's image, drawn by the worker from LibreOffice's layout
-    of the document (model.formats.renditions) and stored with the job's results."""
+    of the document (model.formats.renditions) and stored with the job's results; a page that
+    no worker read (answered from the result cache) is drawn on request."""
     path = stored_page_image(page).get("full_path" if full else "path")
     if not path and page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
         raise PageImageNotReady("the page is drawn when a worker reads it")
+    if (
+        not path
+        and page.status == Page.Status.SUCCEEDED
+        and office_images_drawable(job.document.mime_type)
+    ):
+        job_services.page_image_render_request(job=job, number=page.number)
+        raise PageImageNotReady("the page is being drawn")
     if not path:
         raise PageImageUnavailable(
-            f"a {name} page is drawn by LibreOffice in the worker when it is read, and this "
-            "one was not (the worker has no LibreOffice)"
+            f"a {name} page is drawn by LibreOffice in the worker, and this one was not"
         )
     try:
         return default_storage.open(path, "rb")

@@ -22,6 +22,8 @@ from webapp.jobs.services.options import (
     SubmissionError,
 )
 from webapp.jobs.services.page_images import (
+    office_page_images_record,
+    page_image_drawing_claim,
     page_image_name,
     page_image_render_request,
     page_images_save,
@@ -72,6 +74,8 @@ __all__ = [
     "page_fail",
     "page_fail_stopped",
     "page_hand_off",
+    "office_page_images_record",
+    "page_image_drawing_claim",
     "page_image_name",
     "page_image_render_request",
     "page_images_save",

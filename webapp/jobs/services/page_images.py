@@ -17,8 +17,8 @@ from django.core.files.storage import default_storage
 from model.page_images import PageImages
 from ocr_worker.celery_app import app
 from webapp.core.queues import engine_queue
-from webapp.jobs.models import Job
-from webapp.jobs.services.page_lifecycle import page_image_storage_name
+from webapp.jobs.models import Job, Page
+from webapp.jobs.services.page_lifecycle import office_page_images_store, page_image_storage_name
 
 logger = logging.getLogger(__name__)
 
@@ -42,15 +42,36 @@ def page_images_save(*, job_id: uuid.UUID, number: int, images: PageImages) -> N
         default_storage.save(name, ContentFile(data))
 
 
+def office_page_images_record(*, job_id: uuid.UUID, number: int, panel: bytes, full: bytes) -> None:
+    """An Office page's images drawn on request (the page came from the result cache, so no
+    worker read it): stored, and recorded in the page for the viewer, as ``page_complete``
+    does for a page a worker reads."""
+    stored = office_page_images_store(job_id=job_id, number=number, panel=panel, full=full)
+    page = Page.objects.filter(job_id=job_id, number=number).only("extra").first()
+    if page is not None:
+        extra = page.extra if isinstance(page.extra, dict) else {}
+        Page.objects.filter(pk=page.pk).update(extra={**extra, "page_image": stored})
+
+
+def page_image_drawing_claim(*, job_id: uuid.UUID, number: int) -> bool:
+    """A worker about to draw a page after saving it (an Office page) says so, so that the
+    viewer's requests meanwhile do not ask another worker for the same drawing."""
+    return bool(cache.add(_request_key(job_id, number), 1, RENDER_REQUEST_SECONDS))
+
+
+def _request_key(job_id: uuid.UUID, number: int) -> str:
+    return f"page-image:{job_id}:{number}"
+
+
 def page_image_render_request(*, job: Job, number: int) -> bool:
     """Ask a worker of the job's engine to draw a page that has no stored image; ``False``
     when one was asked for recently (or the broker is away)."""
-    if not cache.add(f"page-image:{job.pk}:{number}", 1, RENDER_REQUEST_SECONDS):
+    if not cache.add(_request_key(job.pk, number), 1, RENDER_REQUEST_SECONDS):
         return False
     try:
         app.send_task(RENDER_PAGE_IMAGE, args=[str(job.pk), number], queue=engine_queue(job.engine))
     except Exception:  # the broker is away: the viewer asks again later
         logger.exception("could not ask for the image of page %s of job %s", number, job.pk)
-        cache.delete(f"page-image:{job.pk}:{number}")
+        cache.delete(_request_key(job.pk, number))
         return False
     return True

@@ -299,8 +299,8 @@ def figure_storage_name(*, job_id: uuid.UUID, name: str) -> str:
 
 
 def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
-    """The engine's report, with figure crops and page images moved out of it into storage
-    (the Markdown links figures as ``figures/<name>``; the API serves them under the job)."""
+    """The engine's report, with figure crops moved out of it into storage (the Markdown
+    links them as ``figures/<name>``; the API serves them under the job)."""
     extra = dict(result.extra)
     figures = []
     for figure in extra.pop("figures", None) or []:
@@ -313,21 +313,19 @@ def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
         )
     if figures:
         extra["figures"] = figures
-    images = extra.pop("page_images", None)
-    if images is not None:
-        # An Office page's image (model.formats.renditions), drawn in the worker; the UI's
-        # page image view serves it as stored.
-        extra["page_image"] = {
-            "path": default_storage.save(
-                page_image_storage_name(job_id=claim.job_id, number=claim.number),
-                ContentFile(images.jpeg),
-            ),
-            "full_path": default_storage.save(
-                page_image_storage_name(job_id=claim.job_id, number=claim.number, full=True),
-                ContentFile(images.full_jpeg),
-            ),
-        }
     return extra
+
+
+def office_page_images_store(*, job_id: uuid.UUID, number: int, panel: bytes, full: bytes) -> dict:
+    """Store an Office page's two images under the names every page's images have (a rerun
+    replaces them); what the page's ``extra["page_image"]`` records, which the UI reads."""
+    stored = {}
+    for key, is_full, data in (("path", False, panel), ("full_path", True, full)):
+        name = page_image_storage_name(job_id=job_id, number=number, full=is_full)
+        if default_storage.exists(name):
+            default_storage.delete(name)
+        stored[key] = default_storage.save(name, ContentFile(data))
+    return stored
 
 
 def page_image_storage_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:

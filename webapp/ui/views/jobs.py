@@ -101,11 +101,16 @@ def _image_availability(job: Job, page: Page) -> tuple[bool, str]:
         return False, "The page image is no longer kept (the document's file was deleted)."
     if has_page_images(job.document.mime_type):
         return True, ""
-    # An Office page: its image is drawn in the worker when the page is read.
+    # An Office page: its image is drawn in the worker when the page is read (or, for a page
+    # answered from the result cache, when the viewer asks for it).
     if services.stored_page_image(page):
         return True, ""
     if page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
         return False, "The page image is drawn when the page is read."
+    if page.status == Page.Status.SUCCEEDED and services.office_images_drawable(
+        job.document.mime_type
+    ):
+        return True, ""
     return False, "This page has no image: the document was read from its structure."
 
 
