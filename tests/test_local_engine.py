@@ -223,3 +223,41 @@ def test_ocr_layout_reads_a_form_row_by_row_not_as_columns():
     values = [TextBox(700, 200 + i * 40, 760, 224 + i * 40, f"value{i}") for i in range(5)]
     markdown = boxes_to_markdown([*values, *labels], page_width=1100)
     assert_in_order(markdown, ["label0 value0", "label1 value1", "label4 value4"])
+
+
+# --- two pages side by side ------------------------------------------------------------------
+
+SPREAD = CORPUS.parent / "docling-testdata" / "pdf" / "sources" / "table_mislabeled_as_picture.pdf"
+
+
+@pytest.mark.skipif(not SPREAD.is_file(), reason="the shared corpus is not beside the repo")
+def test_a_spread_of_two_pages_reads_the_left_page_before_the_right(engine):
+    # docling's questionnaire: two printed pages on one landscape page. Read as one page,
+    # the layout model took question 26 (right page) before question 23 (left page).
+    result = transcribe(engine, SPREAD.read_bytes())
+    markdown = result.markdown
+    assert markdown.index("23. If your country") < markdown.index("26. If your country")
+    assert markdown.index("25. If your country") < markdown.index("26. If your country")
+    half = result.layout.width / 2
+    (q26,) = [b for b in result.layout.blocks if "26. If your country" in b.markdown]
+    assert q26.bbox[0] >= half  # its box is where it is printed
+
+
+def test_a_landscape_page_is_a_spread_only_when_nothing_crosses_its_middle():
+    import pymupdf
+
+    from model.engines.local import is_spread
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=842, height=595)
+    for i in range(6):
+        page.insert_text((60, 100 + 20 * i), f"Left page, line {i}.")
+        page.insert_text((480, 100 + 20 * i), f"Right page, line {i}.")
+    assert is_spread(page)
+    page.insert_text((300, 60), "A title set across the whole landscape page, over both halves")
+    assert not is_spread(page)
+    portrait = doc.new_page()
+    for i in range(6):
+        portrait.insert_text((60, 100 + 20 * i), f"Left column, line {i}.")
+        portrait.insert_text((320, 100 + 20 * i), f"Right column, line {i}.")
+    assert not is_spread(portrait)

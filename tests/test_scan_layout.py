@@ -128,3 +128,54 @@ def test_an_upright_scan_the_classifier_calls_upside_down_is_read_upright():
     assert result.extra["rotation"] == 0
     markdown = result.markdown
     assert markdown.index("Beautiful is better than ugly") < markdown.index("Namespaces are one")
+    assert result.extra["extraction_notes"] == []  # every line it found, it read
+
+
+PERSIAN = CORPUS / "docling-testdata" / "pdf" / "sources" / "right_to_left_03.pdf"
+
+
+@pytest.mark.skipif(not PERSIAN.is_file(), reason="the shared corpus is not beside the repo")
+def test_a_scan_in_a_script_the_ocr_models_do_not_read_is_flagged_not_passed_off():
+    # RapidOCR's wheel ships one recognition model, for Latin, Chinese and Japanese: a Persian
+    # page's lines are found but read as nothing, or as a few Latin letters.
+    from model.engines.base import EngineOptions, PageInput
+    from model.engines.local import LocalEngine
+    from model.pipeline import finish_page
+    from model.quality.realpages import scan_page
+
+    page = PageInput(scan_page(PERSIAN, 1), "application/pdf", 1)
+    result = LocalEngine().transcribe(page, EngineOptions())
+    assert result.extra["unread_share"] > 0.2
+    (note,) = result.extra["extraction_notes"]
+    assert "could not be read" in note and "Arabic" in note
+    quality = finish_page(page, result, EngineOptions()).extra["quality"]
+    assert quality["needs_review"]
+
+
+def test_the_engine_warms_up_and_reads_an_image_without_word_boxes():
+    # load() reads a page image without asking for word boxes (RapidOCR then returns none),
+    # which the unread-share filter must take as it comes: the worker calls it at start.
+    from model.engines.local import LocalEngine
+
+    engine = LocalEngine()
+    engine.load()
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", (900, 300), "white")
+    ImageDraw.Draw(image).text((40, 120), "Folio reads this line.", fill="black", font_size=48)
+    markdown, rotation = engine.ocr_image(image)
+    assert "Folio reads this line" in markdown and rotation == 0
+
+
+def test_the_unread_share_is_the_area_of_the_lines_read_under_the_score():
+    from types import SimpleNamespace
+
+    from model.engines.local import _unread_notes, _unread_share
+
+    def quad(x0: float, y0: float, x1: float, y1: float) -> list[list[float]]:
+        return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
+
+    output = SimpleNamespace(boxes=[quad(0, 0, 300, 30), quad(0, 40, 100, 70)], scores=(0.95, 0.2))
+    assert _unread_share(output) == 0.25
+    assert _unread_notes(0.25) and not _unread_notes(0.05)
+    assert _unread_share(SimpleNamespace(boxes=None, scores=None)) == 0.0
