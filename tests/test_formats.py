@@ -326,6 +326,31 @@ def test_an_epub_is_laid_out_as_pdf_pages_the_engine_reads():
     assert result.method == "text-layer"
 
 
+@needs_corpus
+def test_docling_never_starts_libreoffice_itself(monkeypatch):
+    """docling draws DrawingML shapes, charts and EMF pictures through LibreOffice when it is
+    on the PATH and pypdfium2 is installed, outside Folio's private profile and time limit
+    (model/formats/libreoffice.py); Folio installs no pypdfium2, so it never does."""
+    import subprocess
+
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(args, *rest, **kwargs):
+        started.append(args)
+        return real_popen(args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    for relative in (
+        "docx/sources/drawingml.docx",
+        "pptx/sources/pptx_chart.pptx",
+        "xlsx/sources/xlsx_emf.xlsx",
+    ):
+        assert transcribe_page(None, page(office.corpus(relative)), EngineOptions()).markdown
+
+    assert not [args for args in started if "office" in str(args).lower()]
+
+
 def test_docling_fetches_nothing_a_document_points_to():
     from docling.datamodel import backend_options as options
 
