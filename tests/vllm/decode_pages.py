@@ -1,6 +1,7 @@
 """Decode rendered pages with the real ``VllmEngine`` class, in a process of its own, and print
 what the tier compares: each page's token ids, finish reason and placeholders, and vLLM's
-speculative-decoding counters.
+speculative-decoding counters. With ``FOLIO_TIER_TRANSCRIBE=1`` the receipt page also goes
+through the engine's whole ``transcribe`` (the repetition guard and the hand-over request).
 
     python tests/vllm/decode_pages.py CHECKPOINT PRESET OUT.json
 
@@ -30,6 +31,7 @@ def main(checkpoint: str, preset: str, out: str) -> int:
 
     os.environ["FOLIO_VLLM_MODEL"] = checkpoint
     os.environ["FOLIO_VLLM_SPECULATION"] = preset
+    from model.engines import EngineOptions, PageInput
     from model.engines.vllm import metrics
     from model.engines.vllm.config import VllmConfig
     from model.engines.vllm.engine import VllmEngine
@@ -55,6 +57,16 @@ def main(checkpoint: str, preset: str, out: str) -> int:
                     "spec": decoded.spec,
                 }
             )
+        transcribed = None
+        if os.environ.get("FOLIO_TIER_TRANSCRIBE") == "1":
+            name, data, mime = pages()[1]
+            result = engine.transcribe(PageInput(data, mime, 1), EngineOptions())
+            transcribed = {
+                "page": name,
+                "output_tokens": result.output_tokens,
+                "repetition": result.extra.get("repetition"),
+                "handoff": result.extra.get("handoff"),
+            }
         counters = metrics.spec_decode_totals()
         status = dict(engine.status)
     finally:
@@ -65,6 +77,7 @@ def main(checkpoint: str, preset: str, out: str) -> int:
                 "preset": preset,
                 "status": status,
                 "pages": results,
+                "transcribed": transcribed,
                 "spec_decode": counters,
                 "load_seconds": round(loaded - started, 1),
                 "decode_seconds": round(time.perf_counter() - loaded, 1),

@@ -73,7 +73,7 @@ def checkpoint(tmp_path_factory) -> Path:
     return tiny_checkpoint.write(tmp_path_factory.mktemp("tiny-jina-ocr"))
 
 
-def decode(checkpoint: Path, preset: str, tmp_path: Path) -> dict:
+def decode(checkpoint: Path, preset: str, tmp_path: Path, env: dict | None = None) -> dict:
     """The pages through ``VllmEngine`` with ``preset``, in a process of its own."""
     out = tmp_path / f"{preset}.json"
     started = time.monotonic()
@@ -85,7 +85,7 @@ def decode(checkpoint: Path, preset: str, tmp_path: Path) -> dict:
             preset,
             str(out),
         ],
-        env={**os.environ, **CPU_ENV},
+        env={**os.environ, **CPU_ENV, **(env or {})},
         check=True,
         timeout=900,
     )
@@ -199,6 +199,20 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
     figures["speculation_tier_wall_seconds"] = round(time.monotonic() - started, 1)
     record("speculation", figures)
     print(json.dumps(figures))
+
+
+def test_a_page_cut_off_under_speculation_asks_for_a_worker_without_it(checkpoint, tmp_path):
+    # Ten tokens of the 25 the page needs: no end-of-sequence, which the guard calls a runaway.
+    run = decode(
+        checkpoint,
+        "k1-graphs",
+        tmp_path,
+        {"FOLIO_VLLM_MAX_TOKENS": "10", "FOLIO_TIER_TRANSCRIBE": "1"},
+    )
+    page = run["transcribed"]
+    assert page["output_tokens"] == 10, page
+    assert page["repetition"]["runaway"] and page["repetition"]["reason"] == "no-eos", page
+    assert page["handoff"]["to"] == "decode-without-speculation", page
 
 
 @with_worker
