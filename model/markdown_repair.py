@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 
 # --- debris ------------------------------------------------------------------------------------
@@ -40,14 +41,38 @@ class Repairs:
 
 
 def picture_text(markdown: str) -> str:
-    """Picture text as plain lines: a label per line, no comments, no <br>."""
+    """Picture text as plain lines: a label per line, no comments, no <br>; and none at all
+    where the page's tables already hold its words (the layout model called a form a
+    picture, and pymupdf4llm wrote both its text and the tables it found in it:
+    ``right_to_left_03`` came out twice)."""
+    in_tables = _table_words(markdown)
 
     def lines(match: re.Match[str]) -> str:
         parts = [" ".join(p.split()) for p in _BR.split(match.group("body"))]
         kept = [p for p in parts if p]
+        words = Counter(_WORDS.findall(" ".join(kept).lower()))
+        total = sum(words.values())
+        if total >= _DUPLICATE_MIN_WORDS and (
+            sum((words & in_tables).values()) >= _DUPLICATE_SHARE * total
+        ):
+            return ""
         return "\n".join(kept) if kept else ""
 
     return _PICTURE_TEXT.sub(lines, markdown)
+
+
+# Picture text is a copy of the page's tables when this share of its words (at least this
+# many) are words of their cells.
+_DUPLICATE_SHARE = 0.8
+_DUPLICATE_MIN_WORDS = 5
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+_HTML_CELL = re.compile(r"<t[dh]\b[^>]*>(.*?)</t[dh]>", re.DOTALL)
+
+
+def _table_words(markdown: str) -> Counter[str]:
+    cells = _HTML_CELL.findall(markdown)
+    cells += [line for line in markdown.split("\n") if line.lstrip().startswith("|")]
+    return Counter(_WORDS.findall(" ".join(cells).lower()))
 
 
 def strip_debris(markdown: str, repairs: Repairs) -> str:

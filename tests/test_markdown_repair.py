@@ -233,6 +233,22 @@ def test_persian_table_cells_read_in_logical_order():
     )
 
 
+def test_picture_text_that_the_tables_already_hold_is_not_written_twice():
+    # right_to_left_03: a form the layout model called a picture; pymupdf4llm wrote its text
+    # as picture text and then the tables it found in it.
+    form = (
+        "<!-- Start of picture text -->\n20300 شماره استاندارد ملی<br>"
+        "سازمان ملی استاندارد ايران مرجع صادرکننده استاندارد<br><!-- End of picture text -->\n\n"
+        "|20300|شماره استاندارد ملی|\n|---|---|\n"
+        "|سازمان ملی استاندارد ايران|مرجع صادرکننده استاندارد|\n"
+    )
+    out = strip_debris(form, Repairs())
+    assert out.count("مرجع صادرکننده") == 1 and out.lstrip().startswith("|20300|")
+    # a figure's labels are kept when no table holds them
+    figure = "<!-- Start of picture text -->\nNut case<br>Keyway<br><!-- End of picture text -->\n"
+    assert strip_debris(figure + "|a|b|\n|---|---|\n", Repairs()).startswith("Nut case\nKeyway")
+
+
 def test_auto_tables_are_pipe_tables_unless_cells_merge():
     simple = (
         "<table><tr><th>Year</th><th>Flow</th></tr><tr><td>2019</td><td>1<br/>2</td></tr></table>"
