@@ -82,7 +82,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-4"
+    version: ClassVar[str] = "local-5"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
