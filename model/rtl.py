@@ -166,3 +166,62 @@ def table_cell_order(markdown: str, page_lines: list[str]) -> str:
 
     markdown = _HTML_CELL.sub(lambda m: m.group(1) + fix(m.group(2)) + m.group(3), markdown)
     return "\n".join(fix_row(line) for line in markdown.split("\n"))
+
+
+# --- the order of a table's columns ------------------------------------------------------------
+
+# A table is right to left when this share of its cells with letters hold Arabic-script ones.
+_RTL_TABLE_SHARE = 0.6
+_HTML_TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL | re.IGNORECASE)
+_HTML_ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.DOTALL | re.IGNORECASE)
+_HTML_CELLS = re.compile(r"<t[dh]\b[^>]*>.*?</t[dh]>", re.DOTALL | re.IGNORECASE)
+
+
+def table_column_order(markdown: str) -> str:
+    """Right-to-left tables with their columns in reading order, first column first.
+
+    pymupdf4llm writes a table's columns left to right as printed; on a Persian or Arabic page
+    the first column is the rightmost ("نام استاندارد" and then its value), so each row came
+    out value first. Pipe tables, and HTML tables without merged cells (a span would have to
+    move with its neighbours), are turned round."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*markdown.split("\n"), ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if block:
+            out.extend(_reversed_pipe_table(block))
+            block = []
+        out.append(line)
+    text = "\n".join(out[:-1])
+    return _HTML_TABLE.sub(lambda m: _reversed_html_table(m.group(0)), text)
+
+
+def _rtl_cells(cells: list[str]) -> bool:
+    # Cells of figures or dates say nothing about the direction; cells with letters do.
+    filled = [c for c in cells if any(ch.isalpha() for ch in c)]
+    return bool(filled) and sum(map(has_arabic, filled)) >= _RTL_TABLE_SHARE * len(filled)
+
+
+def _reversed_pipe_table(rows: list[str]) -> list[str]:
+    if not all(row.rstrip().endswith("|") for row in rows):
+        return rows
+    split = [re.split(r"(?<!\\)\|", row.strip())[1:-1] for row in rows]
+    if not _rtl_cells([cell for cells in split for cell in cells]):
+        return rows
+    return ["|" + "|".join(reversed(cells)) + "|" for cells in split]
+
+
+def _reversed_html_table(table: str) -> str:
+    if re.search(r"\b(?:rowspan|colspan)\s*=", table, re.IGNORECASE):
+        return table
+    texts = [re.sub(r"<[^>]+>", " ", cell) for cell in _HTML_CELLS.findall(table)]
+    if not _rtl_cells(texts):
+        return table
+
+    def row(match: re.Match[str]) -> str:
+        cells = _HTML_CELLS.findall(match.group(2))
+        return match.group(1) + "".join(reversed(cells)) + match.group(3)
+
+    return _HTML_ROW.sub(row, table)

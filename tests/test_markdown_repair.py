@@ -21,6 +21,7 @@ from model.rtl import (
     ligature_fixes,
     run_order_fixes,
     table_cell_order,
+    table_column_order,
 )
 from model.table_format import auto_tables, pipe_table, split_stacked_rows
 
@@ -247,6 +248,20 @@ def test_picture_text_that_the_tables_already_hold_is_not_written_twice():
     # a figure's labels are kept when no table holds them
     figure = "<!-- Start of picture text -->\nNut case<br>Keyway<br><!-- End of picture text -->\n"
     assert strip_debris(figure + "|a|b|\n|---|---|\n", Repairs()).startswith("Nut case\nKeyway")
+
+
+def test_right_to_left_tables_put_their_first_column_first():
+    # right_to_left_03's standard table, as printed left to right: value, then its label
+    table = "|20300|شماره استاندارد ملی|\n|---|---|\n|1403 / 10 / 04|تاريخ پذيرش|\n"
+    assert table_column_order(table) == (
+        "|شماره استاندارد ملی|20300|\n|---|---|\n|تاريخ پذيرش|1403 / 10 / 04|\n"
+    )
+    latin = "|Year|Flow|\n|---|---|\n|2019|12|"
+    assert table_column_order(latin) == latin
+    html = "<table><tr><td>436</td><td>شماره جلسه</td></tr></table>"
+    assert table_column_order(html) == "<table><tr><td>شماره جلسه</td><td>436</td></tr></table>"
+    merged = '<table><tr><td colspan="2">شماره جلسه</td></tr><tr><td>1</td><td>2</td></tr></table>'
+    assert table_column_order(merged) == merged
 
 
 def test_auto_tables_are_pipe_tables_unless_cells_merge():

@@ -39,6 +39,7 @@ from model.rtl import (
     ligature_fixes,
     run_order_fixes,
     table_cell_order,
+    table_column_order,
 )
 from model.table_format import auto_tables, html_tables
 from model.tokens import count_tokens
@@ -82,7 +83,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-5"
+    version: ClassVar[str] = "local-6"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -337,6 +338,7 @@ def _text_layer_markdown(
     if any(has_arabic(line) for line in page_lines):
         repaired = apply_run_order(repaired, run_order_fixes(page_dict))
         repaired = table_cell_order(repaired, page_lines)
+        repaired = table_column_order(repaired)
         repaired = apply_fixes(repaired, ligature_fixes(doc[0].get_text("rawdict")))
     return tidy_markdown(repaired), layout, repairs.notes + formula_notes
 
