@@ -7,6 +7,7 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
 from django.http import Http404
 from django.shortcuts import redirect, render
 
@@ -31,7 +32,7 @@ def signup(request):
     data = request.POST.copy() if request.method == "POST" else None
     if data is not None and invited is not None:
         data["username"] = invited  # the invitation names the account it makes
-    form = UserCreationForm(data, initial={"username": invited} if invited else None)
+    form: UserCreationForm[User] = UserCreationForm(data, initial={"username": invited} if invited else None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend=BACKEND)
