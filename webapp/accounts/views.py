@@ -32,7 +32,8 @@ def signup(request):
     data = request.POST.copy() if request.method == "POST" else None
     if data is not None and invited is not None:
         data["username"] = invited  # the invitation names the account it makes
-    form: UserCreationForm[User] = UserCreationForm(data, initial={"username": invited} if invited else None)
+    initial = {"username": invited} if invited else None
+    form: UserCreationForm[User] = UserCreationForm(data, initial=initial)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         login(request, user, backend=BACKEND)
