@@ -7,20 +7,22 @@ limit (``render_page_images``): past it the child is killed, whatever it is doin
 caller learns ``RenderTimeout``. The worker draws every page this way before its engine reads
 it (``ocr_worker/page_images.py``), which also proves the page can be drawn in bounded time;
 the web process never draws or decodes a page, it serves what the worker stored.
-
-Run as ``python -m model.page_images MIME NUMBER OUTDIR`` with the document on stdin, it is
-that child: it writes ``panel.jpg`` and ``full.jpg`` into OUTDIR.
 """
 
 from __future__ import annotations
 
 import io
+import multiprocessing
+import multiprocessing.context
+import multiprocessing.process
 import os
 import resource
-import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,26 +63,96 @@ class PageImages:
 def render_page_images(
     data: bytes, mime_type: str, page_number: int, *, timeout: float
 ) -> PageImages:
-    """Page ``page_number`` drawn in a child process that is killed after ``timeout`` s."""
+    """Page ``page_number`` drawn in a child process that is killed after ``timeout`` s.
+
+    The child is forked from a server process that has PyMuPDF and Pillow imported already
+    (multiprocessing's ``forkserver``, started once per worker process): a fresh interpreter
+    per page cost 1.5-1.9 s on the busy test host, the server's child 0.3-0.6 s more than
+    drawing in-process (bench/page_images.py).
+    The server is a clean process of its own, so forking from it is safe whatever threads the
+    worker runs (a threads pool, vLLM)."""
     with tempfile.TemporaryDirectory(prefix="folio-render-") as folder:
-        command = [sys.executable, "-m", "model.page_images", mime_type, str(page_number), folder]
+        child = _context().Process(
+            target=_draw_into, args=(data, mime_type, page_number, folder), daemon=True
+        )
+        child._config["authkey"] = _fresh_key()  # type: ignore[attr-defined]
+        with _children_allowed():
+            child.start()
+        timed_out = False
         try:
-            done = subprocess.run(
-                command, input=data, capture_output=True, timeout=timeout, check=False
-            )
-        except subprocess.TimeoutExpired as exc:
-            # subprocess.run has killed (SIGKILL) and reaped the child already.
-            raise RenderTimeout(f"the page was not drawn within {timeout:g} s") from exc
-        if done.returncode != 0:
-            reason = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            message = reason[-1] if reason else f"the renderer exited with {done.returncode}"
-            if done.returncode < 0:
-                message = f"the renderer was killed by signal {-done.returncode}"
-            raise RenderFailed(message, crashed=done.returncode != DOCUMENT_REFUSED)
+            child.join(timeout)
+        finally:
+            if child.exitcode is None:  # past the limit, or the wait itself was interrupted
+                timed_out = True
+                child.kill()
+                child.join()
         out = Path(folder)
+        if timed_out:
+            raise RenderTimeout(f"the page was not drawn within {timeout:g} s")
+        if child.exitcode == DOCUMENT_REFUSED and (out / "refused.txt").exists():
+            raise RenderFailed((out / "refused.txt").read_text(), crashed=False)
+        if child.exitcode is not None and child.exitcode < 0:
+            raise RenderFailed(f"the renderer was killed by signal {-child.exitcode}", crashed=True)
+        if child.exitcode != 0:
+            error = out / "error.txt"
+            message = error.read_text() if error.exists() else f"exit status {child.exitcode}"
+            raise RenderFailed(f"the renderer failed: {message}", crashed=True)
         return PageImages(
             panel=(out / "panel.jpg").read_bytes(), full=(out / "full.jpg").read_bytes()
         )
+
+
+@contextmanager
+def _children_allowed() -> Iterator[None]:
+    """Let a Celery prefork child start our child. It is a daemonic process, and
+    multiprocessing refuses a daemonic process children, lest they outlive it; ours cannot:
+    each is waited for and killed past its limit, and the fork server exits with the process
+    that started it. Only one task runs at a time in a prefork child, so nothing else sees
+    the settings changed meanwhile (a threads pool's process is not daemonic: no change)."""
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    daemon = config.pop("daemon", None)
+    # The start sends this process's key along; a prefork child's is billiard's, which the
+    # standard library's pickler refuses. A key of the standard library's, for the start.
+    authkey = config.get("authkey")
+    config["authkey"] = _fresh_key()
+    try:
+        yield
+    finally:
+        config["authkey"] = authkey
+        if daemon is not None:
+            config["daemon"] = daemon
+
+
+def _fresh_key() -> bytes:
+    """A process key of the standard library's own kind (see ``_children_allowed``)."""
+    return multiprocessing.process.AuthenticationString(os.urandom(32))  # type: ignore[attr-defined,no-any-return]
+
+
+@cache
+def _context() -> multiprocessing.context.ForkServerContext:
+    context = multiprocessing.get_context("forkserver")
+    # Imported once in the server, so each child starts with them (model/render_child.py).
+    context.set_forkserver_preload(["model.render_child"])
+    return context
+
+
+def _draw_into(data: bytes, mime_type: str, page_number: int, folder: str) -> None:
+    """The child: draw the page into ``folder``; its exit status says how it went."""
+    out = Path(folder)
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
+    from model.documents import DocumentError
+    from model.pages import PageSelectionError
+
+    try:
+        images = draw_page_images(data, mime_type, page_number)
+    except (DocumentError, PageSelectionError) as exc:
+        (out / "refused.txt").write_text(str(exc))
+        sys.exit(DOCUMENT_REFUSED)
+    except MemoryError:
+        (out / "error.txt").write_text("MemoryError: the page needs more memory to draw")
+        sys.exit(1)
+    (out / "panel.jpg").write_bytes(images.panel)
+    (out / "full.jpg").write_bytes(images.full)
 
 
 def draw_page_images(data: bytes, mime_type: str, page_number: int) -> PageImages:
@@ -103,28 +175,3 @@ def _jpeg(image: Image.Image) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=85, optimize=True)
     return buffer.getvalue()
-
-
-def _child(argv: list[str]) -> int:
-    mime_type, number, folder = argv[0], int(argv[1]), Path(argv[2])
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES))
-    data = sys.stdin.buffer.read()
-    from model.documents import DocumentError
-    from model.pages import PageSelectionError
-
-    try:
-        images = draw_page_images(data, mime_type, number)
-    except (DocumentError, PageSelectionError) as exc:
-        print(str(exc), file=sys.stderr)
-        return DOCUMENT_REFUSED
-    (folder / "panel.jpg").write_bytes(images.panel)
-    (folder / "full.jpg").write_bytes(images.full)
-    return 0
-
-
-if __name__ == "__main__":
-    # PyMuPDF imports its optional layout analyser when it is installed (over a second, and
-    # drawing never uses it): refusing the import keeps the child's start short.
-    sys.modules.setdefault("pymupdf.layout", None)  # type: ignore[arg-type]
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    sys.exit(_child(sys.argv[1:]))

@@ -440,34 +440,6 @@ def test_a_page_image_is_served_as_the_worker_stored_it_and_a_failed_page_has_no
     assert client.get(f"/jobs/{other.pk}/pages/1.jpg").status_code == 404
 
 
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(api):
-    from tests.workers import WorkerProcess, purge_queues
-
-    purge_queues("ocr.local", "folio")
-    render_limit = 10  # seconds; a plain page takes about one, more on a busy host
-    with WorkerProcess(concurrency=1, env={"FOLIO_PAGE_RENDER_TIMEOUT": str(render_limit)}):
-        started = time.monotonic()
-        job_id = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf").json()["id"]
-        slowest = 0.0
-        while Job.objects.get(pk=job_id).status in Job.ACTIVE:
-            assert time.monotonic() - started < 60, "the fan-out page was not stopped"
-            asked = time.monotonic()
-            assert api.get("/v1/jobs").status_code == 200
-            slowest = max(slowest, time.monotonic() - asked)
-            time.sleep(0.2)
-        # The worker takes the next document straight away: nothing of it is stuck.
-        fine = post_jobs(api, documents.png_page(), "fine.png").json()["id"]
-        assert wait_for_job(api, fine, timeout=60)["status"] == "succeeded"
-
-    page = Page.objects.get(job_id=job_id)
-    assert page.status == Page.Status.FAILED
-    assert page.attempts == 1
-    assert f"took longer than {render_limit} s" in page.error and "not retried" in page.error
-    assert slowest < API_LATENCY_SECONDS
-
-
 # --- long synchronous work on the web threads -----------------------------------------------
 
 
