@@ -39,6 +39,12 @@ def legacy(tmp_path_factory) -> dict[str, bytes]:
         ("ppt", ("sample.pptx", office.corpus("pptx/sources/powerpoint_sample.pptx")), "ppt"),
         ("long doc", ("long.docx", office.long_docx()), "doc"),
         ("long xls", ("long.xlsx", office.long_sheet_xlsx(600)), "xls"),
+        ("long rtf", ("long.docx", office.long_docx()), "rtf"),
+        (
+            "rtf with a picture",
+            ("sample.docx", office.corpus("docx/sources/word_sample.docx")),
+            "rtf",
+        ),
     ):
         path = work / name
         path.write_bytes(data)
@@ -81,7 +87,9 @@ def test_each_sheet_of_an_xls_and_each_slide_of_a_ppt_is_a_page(legacy):
 
 @pytest.mark.slow
 @pytest.mark.skipif(SOFFICE is None, reason=NO_LIBREOFFICE)
-@pytest.mark.parametrize("name", ["doc", "xls", "ppt", "long doc", "long xls"])
+@pytest.mark.parametrize(
+    "name", ["doc", "xls", "ppt", "long doc", "long xls", "long rtf", "rtf with a picture"]
+)
 def test_the_upload_counts_exactly_the_pages_of_the_file_libreoffice_saves(legacy, name):
     """Counted in the web process from the binary file's own records (no conversion), the
     pages are those the worker cuts the converted DOCX, XLSX or PPTX into."""
@@ -92,7 +100,7 @@ def test_the_upload_counts_exactly_the_pages_of_the_file_libreoffice_saves(legac
 
     expected = sum(units.unit_plan(converted, libreoffice.CURRENT[fmt]))
     assert inspect_document(data).page_count == expected
-    assert expected > 1 or name in ("doc",)
+    assert expected > 1 or name in ("doc", "rtf with a picture")
 
 
 @pytest.mark.slow

@@ -78,8 +78,41 @@ def text_length(data: bytes, fmt: types.Format) -> int:
         # cache that LibreOffice, among others, leaves at 0.
         return _doc_text_length(data) or _ole_metadata(data).num_chars or 0
     if fmt is types.RTF:
-        return len(b" ".join(_RTF_CONTROL.sub(b" ", data).split()))
+        return len(b" ".join(_RTF_CONTROL.sub(b" ", _rtf_without_tables(data)).split()))
     return len(normalized_text(data))
+
+
+# Groups of an RTF file that hold no text of the document: the font, colour and style tables,
+# the document's properties, list definitions, pictures and objects (hex data), and every
+# ignorable destination ({\\*...}).
+_RTF_SKIPPED = re.compile(
+    rb"\{\\(?:\*|fonttbl|colortbl|stylesheet|info|listtable|listoverridetable|rsidtbl"
+    rb"|pict|object|shp|nonshppict)(?![a-z])"
+)
+_RTF_SYNTAX = re.compile(rb"[\\{}]")
+
+
+def _rtf_without_tables(data: bytes) -> bytes:
+    """The RTF with its non-text groups cut out, nested braces and all (escaped braces
+    ``\\{`` and ``\\}`` are text); the scan jumps from brace to brace, so a picture's
+    megabytes of hex cost one search."""
+    out, position = [], 0
+    for match in _RTF_SKIPPED.finditer(data):
+        if match.start() < position:
+            continue  # inside a group already cut
+        out.append(data[position : match.start()])
+        depth, index = 0, match.start()
+        while (syntax := _RTF_SYNTAX.search(data, index)) is not None:
+            char, index = syntax.group(), syntax.end()
+            if char == b"\\":
+                index += 1  # an escaped character, maybe a brace
+            elif (depth := depth + (1 if char == b"{" else -1)) == 0:
+                break
+        else:
+            index = len(data)
+        position = index
+    out.append(data[position:])
+    return b"".join(out)
 
 
 def _row_parts(rows: int) -> int:
