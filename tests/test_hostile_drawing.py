@@ -18,12 +18,16 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(api):
+# The threads pool (the GPU engines') has no hard time limit at all: the drawing's own limit
+# is all that stops such a page there.
+@pytest.mark.parametrize("pool", ["prefork", "threads"])
+def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(api, pool):
     from tests.workers import WorkerProcess, purge_queues
 
     purge_queues("ocr.local", "folio")
     render_limit = 10  # seconds; a plain page takes about one, more on a busy host
-    with WorkerProcess(concurrency=1, env={"FOLIO_PAGE_RENDER_TIMEOUT": str(render_limit)}):
+    env = {"FOLIO_PAGE_RENDER_TIMEOUT": str(render_limit)}
+    with WorkerProcess(concurrency=1, pool=pool, env=env):
         started = time.monotonic()
         job_id = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf").json()["id"]
         slowest = 0.0
