@@ -89,12 +89,20 @@ def submit(
     table_format: str | None,
     webhook_url: str | None,
     idempotency_key: str | None,
+    speaker_notes: bool = False,
+    comments: bool = False,
 ) -> Call:
     return Call(
         "POST",
         "/v1/jobs",
         data=_fields(
-            pages=pages, engine=engine, table_format=table_format, webhook_url=webhook_url
+            pages=pages,
+            engine=engine,
+            table_format=table_format,
+            webhook_url=webhook_url,
+            # Office documents: a presentation's speaker notes, reviewers' comments.
+            speaker_notes="true" if speaker_notes else None,
+            comments="true" if comments else None,
         ),
         # The same key on every attempt: a retry after a lost answer gets the first job back.
         headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())},

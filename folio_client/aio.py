@@ -98,6 +98,8 @@ class AsyncClient:
         table_format: str | None = None,
         webhook_url: str | None = None,
         idempotency_key: str | None = None,
+        speaker_notes: bool = False,
+        comments: bool = False,
     ) -> Job:
         call = _calls.submit(
             file,
@@ -107,6 +109,8 @@ class AsyncClient:
             table_format=table_format,
             webhook_url=webhook_url,
             idempotency_key=idempotency_key,
+            speaker_notes=speaker_notes,
+            comments=comments,
         )
         return _calls.parse_job(await self._send(call))
 

@@ -118,8 +118,12 @@ class Client:
         table_format: str | None = None,
         webhook_url: str | None = None,
         idempotency_key: str | None = None,
+        speaker_notes: bool = False,
+        comments: bool = False,
     ) -> Job:
-        """Upload a file (a path or a binary file object, streamed) as a new job."""
+        """Upload a file (a path or a binary file object, streamed) as a new job;
+        ``speaker_notes`` and ``comments`` add an Office document's speaker notes and
+        reviewers' comments to its text (both off by default)."""
         call = _calls.submit(
             file,
             filename=filename,
@@ -128,6 +132,8 @@ class Client:
             table_format=table_format,
             webhook_url=webhook_url,
             idempotency_key=idempotency_key,
+            speaker_notes=speaker_notes,
+            comments=comments,
         )
         return _calls.parse_job(self._send(call))
 

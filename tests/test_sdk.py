@@ -166,6 +166,23 @@ def test_a_file_is_submitted_waited_for_and_read_back_as_markdown_and_as_pages(
     assert result.usage.output_tokens == sum(page.output_tokens for page in result.pages)
 
 
+@pytest.mark.slow
+@with_server
+def test_speaker_notes_and_comments_are_asked_for_by_the_sdk(folio, worker, tmp_path):
+    from tests import office
+
+    if not office.CORPUS.is_dir():
+        pytest.skip(office.CORPUS_MISSING)
+    deck = write(tmp_path, "deck.pptx", office.corpus("pptx/sources/powerpoint_sample.pptx"))
+
+    plain = folio.wait(folio.submit(deck).id, timeout=300)
+    noted = folio.wait(folio.submit(deck, speaker_notes=True, comments=True).id, timeout=300)
+
+    assert plain.succeeded and noted.succeeded
+    assert "Speaker notes" not in folio.result_markdown(plain.id)
+    assert "*Speaker notes:* Some notes on the second slide." in folio.result_markdown(noted.id)
+
+
 class ReadRecorder:
     """A binary file that remembers how much each read asked for."""
 
