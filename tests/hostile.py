@@ -61,6 +61,12 @@ def many_pages_pdf(pages: int = 10_000) -> bytes:
         b"/Resources << /Font << /F1 3 0 R >> >> >>"
     )
     objects += [page] * pages
+    return _pdf_file(objects)
+
+
+def _pdf_file(objects: list[bytes]) -> bytes:
+    """A PDF file of ``objects`` (numbered from 1, the catalog first) with its cross-reference
+    table, written byte by byte so that no PDF library tidies the hostile structure away."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
@@ -173,19 +179,7 @@ def fan_out_pdf(depth: int = 8, fan_out: int = 10) -> bytes:
         )
     page_content = b"q /F Do Q"
     objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(page_content), page_content))
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
+    return _pdf_file(objects)
 
 
 @cache

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, QuerySet, Value, When
 from django.utils import timezone
 
 from model.engines.base import PageResult
@@ -45,6 +45,14 @@ class PageClaim:
     owner_id: int | None = None
     # Handed over already: this claim is a no-speculation worker's, never handed on again.
     decode_plain: bool = False
+
+
+def _still_claimed(claim: PageClaim) -> QuerySet[Page]:
+    """The claimed page, while this claim still holds it: a later attempt, or the reaper
+    handing the page out again, makes the queryset empty and so every update a no-op."""
+    return Page.objects.filter(
+        pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
+    )
 
 
 def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
@@ -103,9 +111,7 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
     needs_review = quality["needs_review"]
     layout = result.layout.to_dict() if result.layout is not None else {}
     with transaction.atomic():
-        saved = Page.objects.filter(
-            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
-        ).update(
+        saved = _still_claimed(claim).update(
             status=Page.Status.SUCCEEDED,
             needs_review=needs_review,
             review_score=quality.get("score"),
@@ -198,9 +204,9 @@ def page_fail_stopped(*, page_id: int, task_id: str, error: str) -> bool:
 def page_retry_later(*, claim: PageClaim, error: str) -> bool:
     """Put the page back in the queue state while its message waits out a back-off."""
     return bool(
-        Page.objects.filter(
-            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
-        ).update(status=Page.Status.QUEUED, error=error, enqueued_at=timezone.now())
+        _still_claimed(claim).update(
+            status=Page.Status.QUEUED, error=error, enqueued_at=timezone.now()
+        )
     )
 
 
@@ -214,9 +220,7 @@ def page_hand_off(*, claim: PageClaim, reason: str) -> bool:
 
     new_task_id = uuid.uuid4()
     with transaction.atomic():
-        moved = Page.objects.filter(
-            pk=claim.page_id, status=Page.Status.RUNNING, attempts=claim.attempts
-        ).update(
+        moved = _still_claimed(claim).update(
             status=Page.Status.QUEUED,
             task_id=new_task_id,
             decode_plain=True,
