@@ -7,14 +7,17 @@ operators and primes are mapped to LaTeX; the run of formula-like words around t
 becomes ``$…$`` (or ``$$…$$`` when it is the whole line) in the page's Markdown, in place of
 the flat text the extractor wrote (``a<sup>2</sup> + 8 = 12`` → ``$$a^{2} + 8 = 12$$``).
 
-What this does not attempt: fractions set with a rule, radicals, matrices, multi-line
-displays. A line that looks like a formula but cannot be located or rebuilt is left as text
-and reported, so the page is flagged rather than guessed at.
+Fractions set with a rule and radicals are rebuilt by ``model.formula_stacks``, and placed
+here too: their characters come out of the extractor in an order of its making, so they are
+matched in any order (``Formula.scattered``). What this does not attempt: matrices,
+multi-line displays. A formula that cannot be located or rebuilt is left as text and
+reported, so the page is flagged rather than guessed at.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +82,11 @@ class Formula:
     line_plain: str
     formula_plain: str
     whole_line: bool
+    # Its characters are spread over the Markdown in an order of the extractor's making (a
+    # fraction's numerator, rule row and denominator): matched in any order.
+    scattered: bool = False
+    # Where it is on the page (x0, y0, x1, y1), for a stacked one: no script formula there.
+    box: tuple[float, float, float, float] | None = None
 
 
 def _latex_char(ch: str) -> str:
@@ -91,11 +99,17 @@ def _latex_text(text: str) -> str:
     return "".join(_latex_char(ch) for ch in text)
 
 
-def page_formulas(page_dict: dict[str, Any]) -> list[Formula]:
-    """The formulas on a page, from ``page.get_text("dict")``."""
+def page_formulas(
+    page_dict: dict[str, Any], skip: list[tuple[float, float, float, float]] | None = None
+) -> list[Formula]:
+    """The formulas on a page, from ``page.get_text("dict")``; lines meeting a box in
+    ``skip`` (a fraction's or radical's, rebuilt by ``model.formula_stacks``) left out."""
     found = []
     for block in page_dict.get("blocks", []):
         for line in block.get("lines", []):
+            x0, y0, x1, y1 = line.get("bbox", (0, 0, 0, 0))
+            if any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in skip or []):
+                continue
             formula = line_formula(line.get("spans", []))
             if formula is not None:
                 found.append(formula)
@@ -107,8 +121,28 @@ def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
     spans = [s for s in spans if s.get("text")]
     if len(spans) < 2:
         return None
-    body = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
-    size, baseline = body["size"], body["origin"][1]
+    latex_line, scripts = _spans_latex(spans)
+    if not scripts:
+        return None
+    plain = "".join(span["text"] for span in spans)
+    return _formula_run(latex_line, plain)
+
+
+def spans_latex(spans: list[dict[str, Any]], body: tuple[float, float] | None = None) -> str:
+    """Spans (``text``, ``size``, ``origin``) as LaTeX, scripts by size and baseline against
+    ``body`` (size, baseline), or against the line's main span."""
+    return _spans_latex([s for s in spans if s.get("text")], body)[0]
+
+
+def _spans_latex(
+    spans: list[dict[str, Any]], body: tuple[float, float] | None = None
+) -> tuple[str, int]:
+    if not spans:
+        return "", 0
+    if body is None:
+        main = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
+        body = (main["size"], main["origin"][1])
+    size, baseline = body
     parts: list[tuple[str, str]] = []  # (kind, text)
     scripts = 0
     for span in spans:
@@ -121,8 +155,6 @@ def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
                 kind = "sub"
         scripts += kind != "text"
         parts.append((kind, span["text"]))
-    if not scripts:
-        return None
     latex_line = ""
     for kind, text in parts:
         if kind == "text":
@@ -130,9 +162,7 @@ def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
         else:
             body_text = _latex_text(text.strip()).strip()
             latex_line = latex_line.rstrip() + ("^{" if kind == "sup" else "_{") + body_text + "}"
-    latex_line = _OPERATOR_SIGMA.sub(r"\\sum", latex_line)
-    plain = "".join(text for _, text in parts)
-    return _formula_run(latex_line, plain)
+    return _OPERATOR_SIGMA.sub(r"\\sum", latex_line), scripts
 
 
 def _formula_run(latex_line: str, plain: str) -> Formula | None:
@@ -212,6 +242,10 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
     lines = markdown.split("\n")
     notes: list[str] = []
     for formula in formulas:
+        if formula.scattered:
+            if not _place_scattered(lines, formula):
+                notes.append(f"formula left as text: {formula.latex[:60]}")
+            continue
         placed = False
         for n, line in enumerate(lines):
             plain, where = _plain_index(line)
@@ -230,7 +264,64 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
             break
         if not placed:
             notes.append(f"formula left as text: {formula.latex[:60]}")
-    return "\n".join(lines), notes
+    return "\n".join(line for line in lines if line is not _GONE), notes
+
+
+_GONE = "\x00gone"
+# A stacked formula's characters may be spread over this many lines of the Markdown.
+_MAX_SCATTER_LINES = 4
+
+
+def _place_scattered(lines: list[str], formula: Formula) -> bool:
+    """Put a stacked formula in place of the run of characters, in any order, that it was
+    extracted as: within a line, or over up to a few consecutive lines (the blank lines
+    between them go too)."""
+    want = Counter(formula.formula_plain)
+    width = len(formula.formula_plain)
+    filled = [n for n, line in enumerate(lines) if line.strip() and line is not _GONE]
+    for first in range(len(filled)):
+        for count in range(1, _MAX_SCATTER_LINES + 1):
+            window = filled[first : first + count]
+            if len(window) < count:
+                break
+            chars: list[tuple[int, int, str]] = []  # (line, index in it, character)
+            for n in window:
+                plain, where = _plain_index(lines[n])
+                if len(where) != len(plain):
+                    break
+                chars += [(n, i, ch) for ch, i in zip(plain, where, strict=True)]
+            else:
+                match = _anagram_at(chars, want, width)
+                if match is None or (count > 1 and chars[match][0] != window[0]):
+                    continue
+                start, end = chars[match], chars[match + width - 1]
+                if count > 1 and end[0] != window[-1]:
+                    continue  # the run does not reach the last line: a smaller window has it
+                head = lines[start[0]][: start[1]]
+                tail = _through_closing_tags(lines[end[0]], end[1] + 1)
+                rest = lines[end[0]][tail:]
+                if formula.whole_line and not head.strip() and not rest.strip():
+                    lines[start[0]] = f"$${formula.latex}$$"
+                else:
+                    lines[start[0]] = f"{head}${formula.latex}${rest}"
+                for n in range(start[0] + 1, end[0] + 1):
+                    lines[n] = _GONE
+                return True
+    return False
+
+
+def _anagram_at(chars: list[tuple[int, int, str]], want: Counter[str], width: int) -> int | None:
+    """Where a run of ``width`` characters holding exactly ``want`` starts, if one does."""
+    if len(chars) < width:
+        return None
+    have = Counter(ch for _, _, ch in chars[:width])
+    for start in range(len(chars) - width + 1):
+        if start:
+            have[chars[start - 1][2]] -= 1
+            have[chars[start + width - 1][2]] += 1
+        if +have == want:
+            return start
+    return None
 
 
 def _through_closing_tags(line: str, index: int) -> int:

@@ -24,6 +24,7 @@ from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
@@ -83,7 +84,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-6"
+    version: ClassVar[str] = "local-7"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -334,7 +335,11 @@ def _text_layer_markdown(
     repaired, repairs = repair_text_layer(
         markdown, drop_running=options.headers == "drop", page_lines=page_lines
     )
-    repaired, formula_notes = place_formulas(repaired, page_formulas(page_dict))
+    # Fractions with a rule and radicals need the glyphs one by one and the page's drawings.
+    stacked, stack_notes = stacked_formulas(doc[0], doc[0].get_text("rawdict"))
+    formulas = stacked + page_formulas(page_dict, skip=[f.box for f in stacked if f.box])
+    repaired, formula_notes = place_formulas(repaired, formulas)
+    formula_notes = stack_notes + formula_notes
     if any(has_arabic(line) for line in page_lines):
         repaired = apply_run_order(repaired, run_order_fixes(page_dict))
         repaired = table_cell_order(repaired, page_lines)

@@ -62,7 +62,7 @@ ENGINES: dict[str, EngineSpec] = {
     for spec in (
         EngineSpec(
             name="local",
-            version="local-6",
+            version="local-7",
             import_path="model.engines.local:LocalEngine",
             config_path="model.engines.local_config:LocalConfig",
         ),

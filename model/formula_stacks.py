@@ -1,0 +1,398 @@
+"""Fractions set with a rule and radicals on born-digital pages, rebuilt as LaTeX.
+
+A short horizontal rule (a drawn line, a thin filled rectangle, or a text line of rule
+characters) with a line of glyphs just above it and a line just below it, both within its
+width, is a fraction: ``\\frac{numerator}{denominator}``, placed in reading order among the
+glyphs of the row it sits on (``x = \\frac{a + b}{2}``). A √ glyph whose top meets a rule
+starting at its right edge is a radical: ``\\sqrt{…}`` over the glyphs under the rule.
+
+A stack that is found but cannot be rebuilt with confidence (numerator and denominator not
+centred on their rule, a fraction inside a fraction, a radical with nothing under its rule)
+is left as text and reported, so the page is flagged rather than guessed at. A √ with no
+rule after it is ordinary text (``√2`` in a sentence) and left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from model.formulas import SCRIPT_SIZE_RATIO, Formula, _is_mathy, _plain_of, _squash, spans_latex
+
+# A rule longer than this share of the page's width is a separator, not a fraction bar.
+MAX_RULE_SHARE = 0.4
+# A rule at most this thick (pt) and at least this long (pt).
+MAX_RULE_THICKNESS = 2.0
+MIN_RULE_LENGTH = 3.0
+# Numerator and denominator each centred on the rule within this share of its length (+1 pt).
+CENTRE_TOLERANCE = 0.2
+_RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
+
+
+@dataclass
+class Glyph:
+    c: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    size: float
+    baseline: float
+    span: int  # which span it came from, to group glyphs back into runs
+
+    @property
+    def cx(self) -> float:
+        return (self.x0 + self.x1) / 2
+
+    @property
+    def cy(self) -> float:
+        return (self.y0 + self.y1) / 2
+
+
+@dataclass(frozen=True)
+class Rule:
+    x0: float
+    x1: float
+    y: float
+
+
+@dataclass
+class _Stack:
+    """A fraction or a radical: the rule, the glyphs it consumes, and its LaTeX."""
+
+    rule: Rule
+    glyphs: list[Glyph] = field(default_factory=list)
+    latex: str = ""
+    # the baseline of the row it sits on: a radical's sign's, or a fraction's rule's (the
+    # math axis) lowered by a third of the type size, near enough to find the row's glyphs
+    baseline: float = 0.0
+
+
+def page_rules(page: Any) -> tuple[list[Rule], list[tuple[float, float, float]]]:
+    """Short horizontal rules on a PyMuPDF page (drawn lines and thin filled rectangles), and
+    the vertical lines (x, y0, y1), which make a table's grid with them."""
+    limit = MAX_RULE_SHARE * page.rect.width
+    rules = []
+    uprights = []
+    for drawing in page.get_cdrawings():
+        for item in drawing.get("items", []):
+            if item[0] == "l":
+                (xa, ya), (xb, yb) = item[1], item[2]
+            elif item[0] == "re":
+                xa, ya, xb, yb = item[1]
+                if abs(yb - ya) > MAX_RULE_THICKNESS:
+                    if abs(xb - xa) <= MAX_RULE_THICKNESS:
+                        uprights.append(((xa + xb) / 2, min(ya, yb), max(ya, yb)))
+                    continue
+                ya = yb = (ya + yb) / 2
+            else:
+                continue
+            if abs(ya - yb) > MAX_RULE_THICKNESS / 2:
+                if abs(xa - xb) <= MAX_RULE_THICKNESS / 2:
+                    uprights.append(((xa + xb) / 2, min(ya, yb), max(ya, yb)))
+                continue
+            x0, x1 = min(xa, xb), max(xa, xb)
+            if MIN_RULE_LENGTH <= x1 - x0 <= limit:
+                rules.append(Rule(x0, x1, (ya + yb) / 2))
+    return rules, uprights
+
+
+def _fraction_like(
+    rule: Rule,
+    numerator: list[Glyph],
+    denominator: list[Glyph],
+    rules: list[Rule],
+    uprights: list[tuple[float, float, float]],
+) -> bool:
+    """Whether text above and below a rule reads as a fraction: formula-like words on both
+    sides, the wider as wide as most of the rule (a table's cell border spans its column),
+    and the rule no part of a grid (no rule of the same span just above or below it, no
+    vertical line at its ends)."""
+    size = max(g.size for g in numerator + denominator)
+    for part in (numerator, denominator):
+        if not all(_is_mathy(word) for word in _text(part).split()):
+            return False
+    widest = max(max(g.x1 for g in p) - min(g.x0 for g in p) for p in (numerator, denominator))
+    if widest < 0.5 * (rule.x1 - rule.x0):
+        return False
+    for other in rules:
+        if (
+            other is not rule
+            and abs(other.x0 - rule.x0) <= 2
+            and abs(other.x1 - rule.x1) <= 2
+            and abs(other.y - rule.y) <= 3 * size
+        ):
+            return False
+    return not any(
+        y0 - 2 <= rule.y <= y1 + 2 and (abs(x - rule.x0) <= 2 or abs(x - rule.x1) <= 2)
+        for x, y0, y1 in uprights
+    )
+
+
+def _glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
+    """The page's glyphs, and the rules set as a line of rule characters (those glyphs left
+    out)."""
+    glyphs: list[Glyph] = []
+    rules: list[Rule] = []
+    span_id = 0
+    for block in rawdict.get("blocks", []):
+        for line in block.get("lines", []):
+            text = "".join(ch["c"] for s in line.get("spans", []) for ch in s.get("chars", []))
+            if _RULE_CHARS.match(text.strip()):
+                x0, y0, x1, y1 = line["bbox"]
+                rules.append(Rule(x0, x1, (y0 + y1) / 2))
+                continue
+            for span in line.get("spans", []):
+                span_id += 1
+                for ch in span.get("chars", []):
+                    if ch["c"].isspace():
+                        continue
+                    x0, y0, x1, y1 = ch["bbox"]
+                    glyphs.append(
+                        Glyph(ch["c"], x0, y0, x1, y1, span["size"], ch["origin"][1], span_id)
+                    )
+    return glyphs, rules
+
+
+def _runs(glyphs: list[Glyph]) -> list[dict[str, Any]]:
+    """Glyphs in reading order grouped back into span-like runs for :func:`spans_latex`
+    (a space where the gap between two glyphs is wider than a fifth of their size)."""
+    runs: list[dict[str, Any]] = []
+    last: Glyph | None = None
+    for g in sorted(glyphs, key=lambda g: g.x0):
+        gap = last is not None and g.x0 - last.x1 > 0.2 * g.size
+        if last is not None and last.span == g.span and last.baseline == g.baseline:
+            runs[-1]["text"] += (" " if gap else "") + g.c
+        else:
+            text = (" " if gap else "") + g.c
+            runs.append({"text": text, "size": g.size, "origin": (g.x0, g.baseline)})
+        last = g
+    return runs
+
+
+def _text(glyphs: list[Glyph]) -> str:
+    return spans_latex(_runs(glyphs)).strip()
+
+
+def _centred(glyphs: list[Glyph], rule: Rule) -> bool:
+    middle = (min(g.x0 for g in glyphs) + max(g.x1 for g in glyphs)) / 2
+    return abs(middle - (rule.x0 + rule.x1) / 2) <= CENTRE_TOLERANCE * (rule.x1 - rule.x0) + 1
+
+
+def _within(g: Glyph, rule: Rule) -> bool:
+    return rule.x0 - 0.2 * g.size <= g.cx <= rule.x1 + 0.2 * g.size
+
+
+def _radical(rule: Rule, glyphs: list[Glyph]) -> tuple[Glyph | None, list[Glyph]]:
+    """The √ glyph whose top meets the rule at its right edge, and the radicand under it."""
+    sign = next(
+        (
+            g
+            for g in glyphs
+            if g.c == "√"
+            and g.x1 - 0.5 * g.size <= rule.x0 <= g.x1 + 0.3 * g.size
+            and abs(rule.y - g.y0) <= 0.6 * g.size
+        ),
+        None,
+    )
+    if sign is None:
+        return None, []
+    under = [
+        g
+        for g in glyphs
+        if g is not sign
+        and rule.x0 <= g.cx <= rule.x1
+        and rule.y - 0.2 * g.size <= g.cy <= rule.y + 1.3 * g.size
+    ]
+    return sign, under
+
+
+def _fraction(rule: Rule, glyphs: list[Glyph]) -> tuple[list[Glyph], list[Glyph]]:
+    """The glyphs set just above the rule and just below it, within its width: whole lines,
+    by baseline, so a numerator's superscript comes with it."""
+    above = [
+        g for g in glyphs if _within(g, rule) and -0.7 * g.size <= g.y1 - rule.y <= 0.3 * g.size
+    ]
+    below = [
+        g for g in glyphs if _within(g, rule) and -0.3 * g.size <= g.y0 - rule.y <= 0.7 * g.size
+    ]
+
+    def lines(seed: list[Glyph], up: bool) -> list[Glyph]:
+        baselines = {round(g.baseline, 1) for g in seed}
+        size = max(g.size for g in seed)  # the line's body type: its scripts sit off it
+        return [
+            g
+            for g in glyphs
+            if _within(g, rule)
+            and (g.cy < rule.y if up else g.cy > rule.y)
+            and any(abs(g.baseline - b) <= 0.45 * size for b in baselines)
+        ]
+
+    return (lines(above, True) if above else []), (lines(below, False) if below else [])
+
+
+def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula], list[str]]:
+    """The fractions and radicals on a page, as formulas to place in its Markdown, and notes
+    for those found but not rebuilt. ``rawdict`` is ``page.get_text("rawdict")``."""
+    glyphs, text_rules = _glyphs(rawdict)
+    drawn, uprights = page_rules(page)
+    rules = sorted(set(drawn + text_rules), key=lambda r: (r.y, r.x0))
+    if not rules or not glyphs:
+        return [], []
+    notes: list[str] = []
+    stacks: list[_Stack] = []
+    for rule in rules:
+        sign, radicand = _radical(rule, glyphs)
+        if sign is not None:
+            if not radicand:
+                notes.append("radical left as text: nothing found under its rule")
+                continue
+            latex = r"\sqrt{" + _text(radicand) + "}"
+            stacks.append(_Stack(rule, [sign, *radicand], latex, sign.baseline))
+            continue
+        numerator, denominator = _fraction(rule, glyphs)
+        if not numerator or not denominator:
+            continue  # an underline, an overline: no fraction
+        if not _fraction_like(rule, numerator, denominator, rules, uprights):
+            continue  # a table's border between two cells, a figure's rule: no fraction
+        plain = (
+            _squash("".join(g.c for g in numerator))
+            + "/"
+            + _squash("".join(g.c for g in denominator))
+        )
+        nested = any(
+            other is not rule
+            and rule.x0 - 1 <= other.x0 <= other.x1 <= rule.x1 + 1
+            and abs(other.y - rule.y) <= 2 * max(g.size for g in numerator + denominator)
+            for other in rules
+        )
+        if nested or not (_centred(numerator, rule) and _centred(denominator, rule)):
+            notes.append(f"fraction left as text: {plain[:40]}")
+            continue
+        latex = r"\frac{" + _text(numerator) + "}{" + _text(denominator) + "}"
+        size = max(g.size for g in numerator + denominator)
+        stacks.append(_Stack(rule, numerator + denominator, latex, rule.y + size / 3))
+    # A glyph claimed by two stacks (a radical in a numerator …) is beyond what this rebuilds.
+    claimed = Counter(id(g) for s in stacks for g in s.glyphs)
+    clean = [s for s in stacks if all(claimed[id(g)] == 1 for g in s.glyphs)]
+    for stack in stacks:
+        if stack not in clean:
+            notes.append(f"formula left as text: {stack.latex[:60]}")
+    used = {id(g) for s in clean for g in s.glyphs}
+    free = [g for g in glyphs if id(g) not in used]
+    formulas: list[Formula] = []
+    for row in _rows(clean):
+        formula = _row_formula(row, free)
+        if formula is not None:
+            formulas.append(formula)
+        else:
+            notes.append(f"formula left as text: {' '.join(s.latex for s in row)[:60]}")
+    return formulas, notes
+
+
+def _rows(stacks: list[_Stack]) -> list[list[_Stack]]:
+    """Stacks on the same row of a formula (``\\frac{a}{b} + \\frac{c}{d}``) together."""
+    rows: list[list[_Stack]] = []
+    for stack in sorted(stacks, key=lambda s: (s.baseline, s.rule.x0)):
+        size = max(g.size for g in stack.glyphs)
+        if rows and abs(rows[-1][0].baseline - stack.baseline) <= 0.5 * size:
+            rows[-1].append(stack)
+        else:
+            rows.append([stack])
+    return rows
+
+
+def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
+    """The row's stacks among the glyphs beside them on their baseline, as one formula: the
+    run of formula-like words around the stacks (prose on the row stays out of it)."""
+    size = max(g.size for s in row for g in s.glyphs)
+    guess = sum(s.baseline for s in row) / len(row)
+    # the row's baseline: the nearest free glyph level with the stacks, beside them
+    beside = [g for g in free if abs(g.baseline - guess) <= 0.45 * g.size]
+    if beside:
+        left, right = min(s.rule.x0 for s in row), max(s.rule.x1 for s in row)
+        nearest = min(beside, key=lambda g: min(abs(g.x1 - left), abs(g.x0 - right)))
+        baseline, size = nearest.baseline, nearest.size
+        base = [g for g in free if abs(g.baseline - baseline) <= 0.45 * size]
+    else:
+        baseline, base = guess, []
+    base = _chain(base, row, size)
+    mine = [g for s in row for g in s.glyphs] + base
+    top, bottom = min(g.y0 for g in mine), max(g.y1 for g in mine)
+    left, right = min(g.x0 for g in mine), max(g.x1 for g in mine)
+    if any(
+        g.size * SCRIPT_SIZE_RATIO > size
+        and g.y0 < bottom
+        and top < g.y1
+        and left - 3 * size < g.cx < right + 3 * size
+        for g in free
+        if g not in base
+    ):
+        return None  # a fraction in a line's exponent or index: beyond this rebuilding
+    # Reading order: base glyphs and stacks by x; each stack a placeholder word for now.
+    items: list[tuple[float, Any]] = [(g.x0, g) for g in base] + [(s.rule.x0, s) for s in row]
+    items.sort(key=lambda item: item[0])
+    runs: list[dict[str, Any]] = []
+    pending: list[Glyph] = []
+    for _, item in items:
+        if isinstance(item, Glyph):
+            pending.append(item)
+            continue
+        runs += _runs(pending)
+        pending = []
+        runs.append(
+            {
+                "text": f" \\stack{chr(97 + row.index(item))} ",
+                "size": size,
+                "origin": (item.rule.x0, baseline),
+            }
+        )
+    runs += _runs(pending)
+    words = spans_latex(runs, body=(size, baseline)).split()
+    marks = [i for i, w in enumerate(words) if re.fullmatch(r"\\stack[a-z]", w)]
+    start, end = marks[0], marks[-1] + 1
+    if any(not _is_mathy(w) for w in words[start:end]):
+        return None  # prose between two stacks: not one formula
+    while start > 0 and _is_mathy(words[start - 1]):
+        start -= 1
+    while end < len(words) and _is_mathy(words[end]):
+        end += 1
+    chosen = words[start:end]
+    latex = " ".join(chosen)
+    plain = _plain_of([w for w in chosen if not w.startswith("\\stack")])
+    for n, stack in enumerate(row):
+        latex = latex.replace(f"\\stack{chr(97 + n)}", stack.latex)
+        plain += "".join(g.c for g in stack.glyphs)
+    whole = start == 0 and end == len(words)
+    mine = [g for s in row for g in s.glyphs] + base
+    box = (
+        min(g.x0 for g in mine),
+        min(g.y0 for g in mine),
+        max(g.x1 for g in mine),
+        max(g.y1 for g in mine),
+    )
+    return Formula(latex, "", _squash(plain), whole, scattered=True, box=box)
+
+
+def _chain(base: list[Glyph], row: list[_Stack], size: float) -> list[Glyph]:
+    """The base glyphs that reach the stacks without a gap wider than two ems (not text in
+    the next column on the same baseline)."""
+    left, right = min(s.rule.x0 for s in row), max(s.rule.x1 for s in row)
+    kept: list[Glyph] = []
+    edge = left
+    for g in sorted((g for g in base if g.cx < left), key=lambda g: -g.x1):
+        if edge - g.x1 > 2 * size:
+            break
+        kept.append(g)
+        edge = g.x0
+    edge = right
+    for g in sorted((g for g in base if g.cx > right), key=lambda g: g.x0):
+        if g.x0 - edge > 2 * size:
+            break
+        kept.append(g)
+        edge = g.x1
+    # glyphs between two stacks of the row
+    kept += [g for g in base if left <= g.cx <= right]
+    return kept

@@ -1,0 +1,129 @@
+"""Fractions set with a rule and radicals on born-digital pages, through the local engine's
+text-layer path (PDFs drawn with PyMuPDF: text, a drawn rule, the √ of a font that has it)."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from model.engines.base import EngineOptions, PageInput
+from model.engines.local import LocalEngine
+
+PROSE = "A paragraph of ordinary prose sits on this page so that it reads as a page of text."
+
+
+@pytest.fixture(scope="module")
+def engine() -> LocalEngine:
+    return LocalEngine()
+
+
+def _page(draw) -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    # Base-14 Helvetica has no √ in its encoding; MuPDF's built-in fallback font has one.
+    page.insert_font(fontname="math", fontbuffer=pymupdf.Font("cjk").buffer)
+    page.insert_text((72, 200), PROSE, fontsize=11)
+    draw(page)
+    page.insert_text((72, 400), "And a closing paragraph of prose after the formulas.", fontsize=11)
+    try:
+        return bytes(doc.tobytes())
+    finally:
+        doc.close()
+
+
+def _read(engine: LocalEngine, data: bytes) -> tuple[str, list[str]]:
+    result = engine.transcribe(PageInput(data, "application/pdf", 1), EngineOptions())
+    return result.markdown, result.extra["extraction_notes"]
+
+
+def _fraction(page, x: float, y: float, num: str, den: str, den_dx: float = 0.0) -> None:
+    """``num`` over ``den`` on a rule at axis ``y``, both centred unless ``den_dx``."""
+    wn, wd = pymupdf.get_text_length(num, fontsize=11), pymupdf.get_text_length(den, fontsize=11)
+    width = max(wn, wd) + 4
+    page.insert_text((x + (width - wn) / 2, y - 4), num, fontsize=11)
+    page.draw_line((x, y), (x + width, y), width=0.6)
+    page.insert_text((x + (width - wd) / 2 + den_dx, y + 12), den, fontsize=11)
+
+
+def test_a_fraction_with_a_rule_becomes_frac_in_reading_order(engine):
+    def draw(page):
+        page.insert_text((72, 260), "x =", fontsize=11)
+        _fraction(page, 94, 256, "a + b", "2")
+        page.insert_text((132, 260), "+ 1", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"$$x = \frac{a + b}{2} + 1$$" in markdown.split("\n"), markdown
+    assert "a + b x" not in markdown and notes == []
+    assert PROSE in markdown
+
+
+def test_two_fractions_on_a_row_and_a_script_in_a_numerator(engine):
+    def draw(page):
+        page.insert_text((72, 260), "y =", fontsize=11)
+        _fraction(page, 94, 256, "1", "n")
+        page.insert_text((112, 260), "+", fontsize=11)
+        page.insert_text((126, 252), "x", fontsize=11)
+        page.insert_text((132.5, 248), "2", fontsize=7)
+        page.draw_line((124, 256), (142, 256), width=0.6)
+        page.insert_text((129, 268), "m", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"$$y = \frac{1}{n} + \frac{x^{2}}{m}$$" in markdown.split("\n"), markdown
+    assert notes == []
+
+
+def test_a_radical_with_its_rule_becomes_sqrt(engine):
+    def draw(page):
+        page.insert_text((72, 260), "y =", fontsize=11)
+        page.insert_text((90, 260), "√", fontsize=11, fontname="math")
+        page.draw_line((100, 249), (127, 249), width=0.6)
+        page.insert_text((101, 260), "x + 1", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"$$y = \sqrt{x + 1}$$" in markdown.split("\n"), markdown
+    assert notes == []
+
+
+def test_a_fraction_not_centred_on_its_rule_is_left_as_text_and_reported(engine):
+    def draw(page):
+        page.insert_text((72, 260), "x =", fontsize=11)
+        _fraction(page, 94, 256, "a + b + c", "2", den_dx=14)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"\frac" not in markdown and "a + b + c" in markdown
+    assert any(note.startswith("fraction left as text") for note in notes), notes
+
+
+def test_a_radical_with_nothing_under_its_rule_is_reported(engine):
+    def draw(page):
+        page.insert_text((72, 260), "y =", fontsize=11)
+        page.insert_text((90, 260), "√", fontsize=11, fontname="math")
+        page.draw_line((100, 249), (127, 249), width=0.6)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"\sqrt" not in markdown and "√" in markdown
+    assert any(note.startswith("radical left as text") for note in notes), notes
+
+
+def test_an_underline_and_a_plain_root_are_no_formula(engine):
+    def draw(page):
+        page.insert_text((72, 260), "Underlined heading", fontsize=11)
+        page.draw_line((72, 262), (170, 262), width=0.6)
+        page.insert_text((72, 300), "The ratio √2 is irrational.", fontsize=11, fontname="math")
+
+    markdown, notes = _read(engine, _page(draw))
+    assert "$" not in markdown and "Underlined heading" in markdown and "√2" in markdown
+    assert notes == []
+
+
+def test_a_fraction_in_an_exponent_is_reported_not_rebuilt(engine):
+    def draw(page):
+        page.insert_text((72, 260), "y = e", fontsize=11)
+        page.insert_text((101, 250), "1", fontsize=6)
+        page.draw_line((99, 252), (108, 252), width=0.4)
+        page.insert_text((99.5, 258), "10", fontsize=6)
+        page.insert_text((112, 260), "+ 1", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"\frac" not in markdown
+    assert any(note.startswith("formula left as text") for note in notes), (markdown, notes)
