@@ -19,7 +19,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from model.formulas import SCRIPT_SIZE_RATIO, Formula, _is_mathy, _plain_of, _squash, spans_latex
+from model.formulas import (
+    _DASHES,
+    SCRIPT_SIZE_RATIO,
+    Formula,
+    _is_mathy,
+    _plain_of,
+    _squash,
+    spans_latex,
+)
 
 # A rule longer than this share of the page's width is a separator, not a fraction bar.
 MAX_RULE_SHARE = 0.4
@@ -28,6 +36,10 @@ MAX_RULE_THICKNESS = 2.0
 MIN_RULE_LENGTH = 3.0
 # Numerator and denominator each centred on the rule within this share of its length (+1 pt).
 CENTRE_TOLERANCE = 0.2
+# A glyph on a numerator's or denominator's baseline closer than this share of the type
+# size to the rule's end means a text line runs on past it (an overlined segment ``AB`` in a
+# sentence under another line of text), not a fraction: a word space is about a third.
+RUN_ON = 0.45
 _RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
 
 
@@ -56,6 +68,8 @@ class Rule:
     x0: float
     x1: float
     y: float
+    # a rule set as a line of rule characters: those characters, which the Markdown holds
+    text: str = ""
 
 
 @dataclass
@@ -68,6 +82,8 @@ class _Stack:
     # the baseline of the row it sits on: a radical's sign's, or a fraction's rule's (the
     # math axis) lowered by a third of the type size, near enough to find the row's glyphs
     baseline: float = 0.0
+    # its numerator and denominator, or radicand, as the extractor's characters
+    pieces: tuple[str, ...] = ()
 
 
 def page_rules(page: Any) -> tuple[list[Rule], list[tuple[float, float, float]]]:
@@ -105,23 +121,35 @@ def _fraction_like(
     denominator: list[Glyph],
     rules: list[Rule],
     uprights: list[tuple[float, float, float]],
+    glyphs: list[Glyph],
 ) -> bool:
     """Whether text above and below a rule reads as a fraction: formula-like words on both
-    sides, the wider as wide as most of the rule (a table's cell border spans its column),
-    and the rule no part of a grid (no rule of the same span just above or below it, no
-    vertical line at its ends)."""
+    sides, neither a slice of a text line running on past the rule's ends (a line of text
+    over an overlined ``AB``), the wider as wide as most of the rule (a table's cell border
+    spans its column), and the rule no part of a grid (no rule of the very same span just
+    above or below it, no vertical line at its ends; a fraction in a fraction has a shorter
+    rule)."""
     size = max(g.size for g in numerator + denominator)
     for part in (numerator, denominator):
         if not all(_is_mathy(word) for word in _text(part).split()):
             return False
+        baselines = {round(g.baseline, 1) for g in part}
+        for g in glyphs:
+            if g in part or not any(abs(g.baseline - b) <= 0.2 * size for b in baselines):
+                continue
+            if (
+                -0.2 * size < rule.x0 - g.x1 < RUN_ON * size
+                or -0.2 * size < g.x0 - rule.x1 < RUN_ON * size
+            ):
+                return False
     widest = max(max(g.x1 for g in p) - min(g.x0 for g in p) for p in (numerator, denominator))
     if widest < 0.5 * (rule.x1 - rule.x0):
         return False
     for other in rules:
         if (
             other is not rule
-            and abs(other.x0 - rule.x0) <= 2
-            and abs(other.x1 - rule.x1) <= 2
+            and abs(other.x0 - rule.x0) <= 0.5
+            and abs(other.x1 - rule.x1) <= 0.5
             and abs(other.y - rule.y) <= 3 * size
         ):
             return False
@@ -142,7 +170,7 @@ def _glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
             text = "".join(ch["c"] for s in line.get("spans", []) for ch in s.get("chars", []))
             if _RULE_CHARS.match(text.strip()):
                 x0, y0, x1, y1 = line["bbox"]
-                rules.append(Rule(x0, x1, (y0 + y1) / 2))
+                rules.append(Rule(x0, x1, (y0 + y1) / 2, text.strip()))
                 continue
             for span in line.get("spans", []):
                 span_id += 1
@@ -250,30 +278,40 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
                 notes.append("radical left as text: nothing found under its rule")
                 continue
             latex = r"\sqrt{" + _text(radicand) + "}"
-            stacks.append(_Stack(rule, [sign, *radicand], latex, sign.baseline))
+            stacks.append(
+                _Stack(rule, [sign, *radicand], latex, sign.baseline, (_plain(radicand),))
+            )
             continue
         numerator, denominator = _fraction(rule, glyphs)
         if not numerator or not denominator:
             continue  # an underline, an overline: no fraction
-        if not _fraction_like(rule, numerator, denominator, rules, uprights):
+        if not _fraction_like(rule, numerator, denominator, rules, uprights, glyphs):
             continue  # a table's border between two cells, a figure's rule: no fraction
         plain = (
             _squash("".join(g.c for g in numerator))
             + "/"
             + _squash("".join(g.c for g in denominator))
         )
+        # a rule over or under this one, a line away and overlapping it: a fraction in a
+        # fraction (the inner one alone would be half the formula)
         nested = any(
             other is not rule
-            and rule.x0 - 1 <= other.x0 <= other.x1 <= rule.x1 + 1
-            and abs(other.y - rule.y) <= 2 * max(g.size for g in numerator + denominator)
+            and other.x0 < rule.x1
+            and rule.x0 < other.x1
+            and abs(other.y - rule.y) <= 1.6 * max(g.size for g in numerator + denominator)
             for other in rules
         )
         if nested or not (_centred(numerator, rule) and _centred(denominator, rule)):
             notes.append(f"fraction left as text: {plain[:40]}")
             continue
-        latex = r"\frac{" + _text(numerator) + "}{" + _text(denominator) + "}"
+        top, bottom = _text(numerator), _text(denominator)
+        if not (_whole(top) and _whole(bottom)):
+            notes.append(f"fraction left as text: {plain[:40]}")
+            continue
+        latex = r"\frac{" + top + "}{" + bottom + "}"
         size = max(g.size for g in numerator + denominator)
-        stacks.append(_Stack(rule, numerator + denominator, latex, rule.y + size / 3))
+        pieces = (_plain(numerator), _plain(denominator))
+        stacks.append(_Stack(rule, numerator + denominator, latex, rule.y + size / 3, pieces))
     # A glyph claimed by two stacks (a radical in a numerator …) is beyond what this rebuilds.
     claimed = Counter(id(g) for s in stacks for g in s.glyphs)
     clean = [s for s in stacks if all(claimed[id(g)] == 1 for g in s.glyphs)]
@@ -290,6 +328,28 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
         else:
             notes.append(f"formula left as text: {' '.join(s.latex for s in row)[:60]}")
     return formulas, notes
+
+
+def _plain(glyphs: list[Glyph]) -> str:
+    """Glyphs' characters in the order the extractor writes a line's (scripts in it too)."""
+    ordered = sorted(glyphs, key=lambda g: g.x0)
+    return _squash("".join(g.c for g in ordered))
+
+
+def _whole(latex: str) -> bool:
+    """Whether a numerator's or denominator's LaTeX stands on its own: brackets and braces
+    balanced, no script with nothing before it (a part cut out of something larger)."""
+    if not latex or latex[0] in "^_":
+        return False
+    for open_, close in (("(", ")"), ("[", "]"), ("{", "}")):
+        depth = 0
+        for ch in latex:
+            depth += (ch == open_) - (ch == close)
+            if depth < 0:
+                return False
+        if depth:
+            return False
+    return True
 
 
 def _rows(stacks: list[_Stack]) -> list[list[_Stack]]:
@@ -373,7 +433,23 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
         max(g.x1 for g in mine),
         max(g.y1 for g in mine),
     )
-    return Formula(latex, "", _squash(plain), whole, scattered=True, box=box)
+    # A rule set in dashes comes out of the extractor as however many dashes it makes of it:
+    # dashes are left out of the matching then (the run placed still spans them).
+    dashes = any(s.rule.text for s in row)
+    dash = re.compile(f"[{re.escape(_DASHES)}]") if dashes else None
+    pieces = tuple(
+        dash.sub("", piece) if dash else piece for s in row for piece in s.pieces if piece
+    )
+    return Formula(
+        latex,
+        "",
+        _squash(plain),
+        whole,
+        scattered=True,
+        box=box,
+        ignore_dashes=dashes,
+        pieces=pieces,
+    )
 
 
 def _chain(base: list[Glyph], row: list[_Stack], size: float) -> list[Glyph]:

@@ -87,6 +87,12 @@ class Formula:
     scattered: bool = False
     # Where it is on the page (x0, y0, x1, y1), for a stacked one: no script formula there.
     box: tuple[float, float, float, float] | None = None
+    # Leave dashes and rule characters out of the matching (a fraction's rule set in them).
+    ignore_dashes: bool = False
+    # Parts that must each come out whole inside the run (a numerator, a denominator, a
+    # radicand: the extractor writes each line's characters together), so a run of the same
+    # characters elsewhere (the denominator of the fraction beside it) is not taken for it.
+    pieces: tuple[str, ...] = ()
 
 
 def _latex_char(ch: str) -> str:
@@ -268,6 +274,7 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
 
 
 _GONE = "\x00gone"
+_DASHES = "-_\u2012\u2013\u2014\u2015\u2500"
 # A stacked formula's characters may be spread over this many lines of the Markdown.
 _MAX_SCATTER_LINES = 4
 
@@ -276,8 +283,9 @@ def _place_scattered(lines: list[str], formula: Formula) -> bool:
     """Put a stacked formula in place of the run of characters, in any order, that it was
     extracted as: within a line, or over up to a few consecutive lines (the blank lines
     between them go too)."""
-    want = Counter(formula.formula_plain)
-    width = len(formula.formula_plain)
+    dashes = _DASHES if formula.ignore_dashes else ""
+    want = Counter(ch for ch in formula.formula_plain if ch not in dashes)
+    width = sum(want.values())
     filled = [n for n, line in enumerate(lines) if line.strip() and line is not _GONE]
     for first in range(len(filled)):
         for count in range(1, _MAX_SCATTER_LINES + 1):
@@ -289,9 +297,19 @@ def _place_scattered(lines: list[str], formula: Formula) -> bool:
                 plain, where = _plain_index(lines[n])
                 if len(where) != len(plain):
                     break
-                chars += [(n, i, ch) for ch, i in zip(plain, where, strict=True)]
+                chars += [
+                    (n, i, ch) for ch, i in zip(plain, where, strict=True) if ch not in dashes
+                ]
             else:
-                match = _anagram_at(chars, want, width)
+                text = "".join(ch for _, _, ch in chars)
+                match = next(
+                    (
+                        at
+                        for at in _anagrams(chars, want, width)
+                        if all(piece in text[at : at + width] for piece in formula.pieces)
+                    ),
+                    None,
+                )
                 if match is None or (count > 1 and chars[match][0] != window[0]):
                     continue
                 start, end = chars[match], chars[match + width - 1]
@@ -310,18 +328,19 @@ def _place_scattered(lines: list[str], formula: Formula) -> bool:
     return False
 
 
-def _anagram_at(chars: list[tuple[int, int, str]], want: Counter[str], width: int) -> int | None:
-    """Where a run of ``width`` characters holding exactly ``want`` starts, if one does."""
+def _anagrams(chars: list[tuple[int, int, str]], want: Counter[str], width: int) -> list[int]:
+    """Where runs of ``width`` characters holding exactly ``want`` start."""
     if len(chars) < width:
-        return None
+        return []
+    found = []
     have = Counter(ch for _, _, ch in chars[:width])
     for start in range(len(chars) - width + 1):
         if start:
             have[chars[start - 1][2]] -= 1
             have[chars[start + width - 1][2]] += 1
         if +have == want:
-            return start
-    return None
+            found.append(start)
+    return found
 
 
 def _through_closing_tags(line: str, index: int) -> int:

@@ -127,3 +127,29 @@ def test_a_fraction_in_an_exponent_is_reported_not_rebuilt(engine):
     markdown, notes = _read(engine, _page(draw))
     assert r"\frac" not in markdown
     assert any(note.startswith("formula left as text") for note in notes), (markdown, notes)
+
+
+def test_a_rule_set_as_a_line_of_dashes_makes_a_fraction(engine):
+    def draw(page):
+        page.insert_text((72, 260), "z =", fontsize=11)
+        page.insert_text((97, 250), "a", fontsize=11)
+        page.insert_text((93, 256), "-----", fontsize=6)
+        page.insert_text((97, 266), "b", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"$$z = \frac{a}{b}$$" in markdown.split("\n"), (markdown, notes)
+    assert "--" not in markdown and notes == []
+
+
+def test_a_fraction_inside_a_fraction_is_reported_not_rebuilt(engine):
+    def draw(page):
+        page.insert_text((72, 260), "x =", fontsize=11)
+        page.insert_text((100, 240), "1", fontsize=11)
+        page.draw_line((99, 244), (107, 244), width=0.6)
+        page.insert_text((100, 255), "n", fontsize=11)
+        page.draw_line((97, 258), (109, 258), width=0.6)
+        page.insert_text((100, 270), "2", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"\frac" not in markdown
+    assert any(note.startswith("fraction left as text") for note in notes), (markdown, notes)
