@@ -465,11 +465,19 @@ def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(api
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(FOLIO_READER_WAITERS=1)
-def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_link(api):
+# The jobs go to an engine whose queue no worker reads: this module's worker (started by an
+# earlier test) would otherwise finish the first job before its time is out.
+@override_settings(FOLIO_READER_WAITERS=1, FOLIO_DEFAULT_ENGINE="fault-stuck")
+def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_link(
+    api, monkeypatch
+):
     """Waiting holds a web thread: past FOLIO_READER_WAITERS waiters a request answers as if
     its time had run out, a 202 with its poll link, and the threads left answer everyone."""
     import threading
+
+    from tests.fault_engines import extra_engines_value
+
+    monkeypatch.setenv("FOLIO_EXTRA_ENGINES", extra_engines_value())
 
     from django.contrib.auth.models import User
     from django.db import connection
