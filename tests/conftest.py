@@ -12,6 +12,25 @@ if TYPE_CHECKING:
 # of model/ also run with `pytest -p no:django`.
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _quick_password_hashing(request):
+    """Passwords hashed with one round of MD5 in the test process: the default PBKDF2 costs a
+    third of a second a user, and most tests make one. PBKDF2 stays second on the list, so a
+    password a server subprocess hashed still checks here."""
+    if not request.config.pluginmanager.has_plugin("django"):
+        yield
+        return
+    from django.test import override_settings
+
+    with override_settings(
+        PASSWORD_HASHERS=[
+            "django.contrib.auth.hashers.MD5PasswordHasher",
+            "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        ]
+    ):
+        yield
+
+
 @pytest.fixture
 def make_user(django_user_model):
     def make(username: str = "alice"):

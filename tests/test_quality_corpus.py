@@ -24,6 +24,7 @@ def engine():
     return load_engine("local")
 
 
+@pytest.mark.slow  # OCR of every page of the CI corpus
 def test_the_local_engine_scores_as_docs_quality_says_on_the_ci_corpus(ci_corpus, engine):
     out, tests = ci_corpus
     report = evaluate(engine, EngineOptions(table_format="html"), out, tests)
@@ -38,6 +39,7 @@ def test_the_local_engine_scores_as_docs_quality_says_on_the_ci_corpus(ci_corpus
     assert rates["math"].value == 1.0
 
 
+@pytest.mark.slow  # OCR of every page of the CI corpus
 def test_the_run_command_prints_rates_with_intervals(ci_corpus, capsys):
     out, _ = ci_corpus
     code = run_main(

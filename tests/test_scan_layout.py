@@ -115,6 +115,7 @@ def test_a_form_still_reads_across_when_scanned_askew():
 GOOGLE_DOC = CORPUS / "pdf-samples" / "011-google-doc-document" / "google-doc-document.pdf"
 
 
+@pytest.mark.slow  # OCR of a whole page
 @pytest.mark.skipif(not GOOGLE_DOC.is_file(), reason="the shared corpus is not beside the repo")
 def test_an_upright_scan_the_classifier_calls_upside_down_is_read_upright():
     # The real-page set's scan of the Google Docs page: the orientation classifier voted
@@ -134,6 +135,7 @@ def test_an_upright_scan_the_classifier_calls_upside_down_is_read_upright():
 PERSIAN = CORPUS / "docling-testdata" / "pdf" / "sources" / "right_to_left_03.pdf"
 
 
+@pytest.mark.slow  # OCR of a whole page
 @pytest.mark.skipif(not PERSIAN.is_file(), reason="the shared corpus is not beside the repo")
 def test_a_scan_in_a_script_the_ocr_models_do_not_read_is_flagged_not_passed_off():
     # RapidOCR's wheel ships one recognition model, for Latin, Chinese and Japanese: a Persian
@@ -152,6 +154,7 @@ def test_a_scan_in_a_script_the_ocr_models_do_not_read_is_flagged_not_passed_off
     assert quality["needs_review"]
 
 
+@pytest.mark.slow  # OCR of a whole page
 def test_the_engine_warms_up_and_reads_an_image_without_word_boxes():
     # load() reads a page image without asking for word boxes (RapidOCR then returns none),
     # which the unread-share filter must take as it comes: the worker calls it at start.

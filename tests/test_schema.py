@@ -35,6 +35,7 @@ def key(make_user) -> str:
     return api_key_create(user=make_user("schemathesis")).secret
 
 
+@pytest.mark.slow  # fuzzing every operation: half a minute
 @pytest.mark.django_db(transaction=True)  # the WSGI app closes connections per request
 @schema.parametrize()
 @settings(
