@@ -208,13 +208,11 @@ def download_markdown(request, job_id):
     refusal = _download_refusal(request, job)
     if refusal is not None:
         return refusal
-    return _download(
-        job_selectors.job_markdown(job=job), "text/markdown; charset=utf-8", f"{_stem(job)}.md"
+    return attachment_response(
+        job_selectors.job_markdown(job=job),
+        content_type="text/markdown; charset=utf-8",
+        filename=f"{_stem(job)}.md",
     )
-
-
-def _download(content, content_type: str, filename: str) -> HttpResponse:
-    return attachment_response(content, content_type=content_type, filename=filename)
 
 
 @login_required
@@ -224,7 +222,9 @@ def download_blocks(request, job_id):
     if refusal is not None:
         return refusal
     body = json.dumps(job_outputs.job_blocks(job=job), ensure_ascii=False, indent=2)
-    return _download(body, "application/json", f"{_stem(job)}.blocks.json")
+    return attachment_response(
+        body, content_type="application/json", filename=f"{_stem(job)}.blocks.json"
+    )
 
 
 @login_required
@@ -234,7 +234,9 @@ def download_chunks(request, job_id):
     if refusal is not None:
         return refusal
     body = json.dumps(job_outputs.job_chunks(job=job), ensure_ascii=False, indent=2)
-    return _download(body, "application/json", f"{_stem(job)}.chunks.json")
+    return attachment_response(
+        body, content_type="application/json", filename=f"{_stem(job)}.chunks.json"
+    )
 
 
 @login_required
@@ -252,7 +254,9 @@ def download_pdf(request, job_id):
             {"title": "The file was deleted", "message": str(exc).capitalize() + "."},
             status=410,
         )
-    return _download(body, "application/pdf", job_outputs.pdf_filename(job))
+    return attachment_response(
+        body, content_type="application/pdf", filename=job_outputs.pdf_filename(job)
+    )
 
 
 @login_required
@@ -261,8 +265,10 @@ def download_zip(request, job_id):
     refusal = _download_refusal(request, job)
     if refusal is not None:
         return refusal
-    return _download(
-        services.result_zip(job=job, stem=_stem(job)), "application/zip", f"{_stem(job)}.zip"
+    return attachment_response(
+        services.result_zip(job=job, stem=_stem(job)),
+        content_type="application/zip",
+        filename=f"{_stem(job)}.zip",
     )
 
 
