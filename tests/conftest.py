@@ -67,6 +67,30 @@ def worker(django_db_setup):
         yield process
 
 
+@pytest.fixture(autouse=True)
+def _module_worker_idle_before_flush(request):
+    """A test that shares the module's worker ends with that worker idle: its unfinished jobs
+    cancelled, their messages purged, and the pages in hand done. Otherwise the worker's
+    queries race the flush of this test's rows, and on a busy host the two deadlock."""
+    transactional = any(
+        mark.kwargs.get("transaction") for mark in request.node.iter_markers("django_db")
+    )
+    if "worker" not in request.fixturenames or not transactional:
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up first, so flushed after this teardown
+    process = request.getfixturevalue("worker")
+    yield
+    from tests.workers import purge_queues
+    from webapp.jobs.models import Job
+    from webapp.jobs.services.job_lifecycle import job_cancel
+
+    for job in Job.objects.filter(status__in=Job.ACTIVE):
+        job_cancel(job=job)
+    purge_queues("ocr.local", "folio")
+    process.wait_idle()
+
+
 def wait_for_job(client: APIClient, job_id: str, *, timeout: float = 120) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -112,6 +112,17 @@ class WorkerProcess:
             with contextlib.suppress(psutil.NoSuchProcess):
                 survivor.kill()
 
+    def wait_idle(self, *, timeout: float = 60) -> None:
+        """Return once this worker holds no task, running or prefetched."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            inspect = app.control.inspect(destination=[self.name], timeout=1)
+            held = [inspect.active(), inspect.reserved()]
+            if all(tasks is not None and not tasks.get(self.name) for tasks in held):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"worker still busy after {timeout} s; see {self.log_path}")
+
     def __enter__(self) -> WorkerProcess:
         # `with worker.start(timeout=...)` must not start a second worker beside the first.
         return self if self.process is not None else self.start()
