@@ -2,7 +2,7 @@
 
     folio convert PATH... [-o OUT] [--pages 1-3,7] [--engine NAME]
                           [--format md|json|blocks|chunks|pdf] [--concurrency N]
-                          [--force] [--quiet] [--json]
+                          [--speaker-notes] [--comments] [--force] [--quiet] [--json]
     folio jobs list|show|wait|cancel
     folio engines
     folio health
@@ -76,6 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
         "chunks (for retrieval, with provenance), pdf (searchable PDF: NAME.searchable.pdf)",
     )
     convert.add_argument("--concurrency", type=_positive, default=4, help="files in flight")
+    convert.add_argument(
+        "--speaker-notes",
+        action="store_true",
+        help="add presentations' speaker notes after each slide (PPTX, PPT, ODP)",
+    )
+    convert.add_argument(
+        "--comments",
+        action="store_true",
+        help="add reviewers' comments after what they belong with (DOCX, PPTX, XLSX, OpenDocument)",
+    )
     convert.add_argument("--force", action="store_true", help="convert files already done")
     convert.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     convert.add_argument("--json", action="store_true", help="a JSON summary on stdout")
@@ -156,6 +166,8 @@ def cmd_convert(args: argparse.Namespace, out: Console, err: Console) -> int:
         fmt=args.fmt,
         concurrency=args.concurrency,
         force=args.force,
+        speaker_notes=args.speaker_notes,
+        comments=args.comments,
     )
     run = Run(items=items, options=options)
     client = AsyncClient(args.url, args.api_key, max_connections=max(10, 2 * args.concurrency))

@@ -34,6 +34,10 @@ class ConvertOptions:
     fmt: str = "md"
     concurrency: int = 4
     force: bool = False
+    # Office documents: a presentation's speaker notes, reviewers' comments (the jobs API's
+    # options of the same names).
+    speaker_notes: bool = False
+    comments: bool = False
     poll_min: float = 0.25
     poll_max: float = 2.0
 
@@ -119,7 +123,13 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
     display.started(item)
     job_id = None
     try:
-        job = await client.submit(item.source, pages=options.pages, engine=options.engine)
+        job = await client.submit(
+            item.source,
+            pages=options.pages,
+            engine=options.engine,
+            speaker_notes=options.speaker_notes,
+            comments=options.comments,
+        )
         job_id = job.id
         run.in_flight[job_id] = item
         display.progressed(item, done=0, total=job.progress.total, status=job.status)

@@ -333,3 +333,32 @@ def test_convert_writes_blocks_chunks_and_a_searchable_pdf_beside_the_input(
     code, stdout, _ = folio("convert", str(root), "--json")
     assert code == 0 and json.loads(stdout)["converted"] == 2
     assert not (root / "scan.searchable.md").exists()
+
+
+@pytest.mark.slow
+def test_convert_asks_for_speaker_notes_and_comments_only_when_told(folio, worker, tmp_path):
+    from tests import office
+    from webapp.jobs.models import Job
+
+    if not office.CORPUS.is_dir():
+        pytest.skip(office.CORPUS_MISSING)
+    root = tmp_path / "in"
+    put(root, "deck.pptx", office.corpus("pptx/sources/powerpoint_sample.pptx"))
+    put(root, "commented.docx", office.corpus("docx/sources/docx_comments.docx"))
+
+    code, stdout, _ = folio("convert", str(root), "-o", str(tmp_path / "plain"), "--json")
+    assert code == 0, stdout
+    code, stdout, _ = folio(
+        "convert", str(root), "-o", str(tmp_path / "noted"), "--speaker-notes", "--comments",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, stdout
+
+    plain, noted = outputs(tmp_path / "plain"), outputs(tmp_path / "noted")
+    assert "Speaker notes" not in plain["deck.md"].read_text()
+    assert "*Speaker notes:* Some notes on the second slide." in noted["deck.md"].read_text()
+    assert "John Reviewer" not in plain["commented.md"].read_text()
+    assert "[author: John Reviewer (JR)" in noted["commented.md"].read_text()
+    asked = {(job.options.get("speaker_notes"), job.options.get("comments")) for job in
+             Job.objects.all()}  # fmt: skip
+    assert asked == {(None, None), (True, True)}

@@ -86,6 +86,35 @@ def test_markdown_sent_to_the_reader_comes_back_normalized(api, worker):
     assert response.json()["data"]["content"].strip() == "# Notes\n\n- one\n- two"
 
 
+def test_the_reader_adds_speaker_notes_and_comments_when_its_headers_or_body_ask(api, worker):
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+    commented = office.corpus("docx/sources/docx_comments.docx")
+
+    def read(data: bytes, name: str, **headers) -> str:
+        upload = SimpleUploadedFile(name, data)
+        response = api.post(
+            "/", {"file": upload}, format="multipart", HTTP_ACCEPT="application/json", **headers
+        )
+        assert response.status_code == 200, response.content
+        return response.json()["data"]["content"]
+
+    noted = read(deck, "deck.pptx", HTTP_X_FOLIO_SPEAKER_NOTES="true", HTTP_X_TIMEOUT="180")
+    plain = read(deck, "deck.pptx", HTTP_X_TIMEOUT="180")
+    with_comments = read(commented, "commented.docx", HTTP_X_FOLIO_COMMENTS="true")
+    body = api.post(
+        "/",
+        {"pdf": base64.b64encode(commented).decode(), "comments": True, "timeout": 180},
+        format="json",
+        HTTP_ACCEPT="application/json",
+    )
+
+    assert "*Speaker notes:* Some notes on the second slide." in noted
+    assert "Speaker notes" not in plain
+    assert "[author: John Reviewer (JR)" in with_comments
+    assert body.status_code == 200, body.content
+    assert "[author: John Reviewer (JR)" in body.json()["data"]["content"]
+
+
 def test_a_hostile_office_file_is_refused_by_the_reader_too(api):
     upload = SimpleUploadedFile("lol.docx", office.entity_expansion_docx())
     response = api.post("/", {"file": upload}, format="multipart", HTTP_ACCEPT="application/json")

@@ -488,6 +488,8 @@ def test_a_job_not_done_within_x_timeout_answers_202_with_its_link(api):
         ({"HTTP_X_TOKEN_BUDGET": "lots"}, "X-Token-Budget"),
         ({"HTTP_X_CACHE_TOLERANCE": "1081236283437919682041691198455808"}, "X-Cache-Tolerance"),
         ({"HTTP_X_RESPOND_WITH": "jina-ocr-v1"}, "not available on this server"),
+        ({"HTTP_X_FOLIO_SPEAKER_NOTES": "please"}, "X-Folio-Speaker-Notes 'please' must be true"),
+        ({"HTTP_X_FOLIO_COMMENTS": "2"}, "X-Folio-Comments '2' must be true or false"),
     ],
 )
 def test_bad_headers_are_a_400_with_a_message_and_no_job(api, headers, words):

@@ -475,3 +475,46 @@ def test_the_viewer_lights_a_blocks_box_on_the_page_zooms_and_links_back_to_the_
         page.get_by_role("link", name="Download searchable PDF").click()
     assert download.value.suggested_filename == "harbour.searchable.pdf"
     assert Path(download.value.path()).read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.slow
+@with_live_server
+@needs_chromium
+def test_the_upload_forms_boxes_ask_for_speaker_notes_and_comments(open_page, live_server, worker):
+    from tests import office
+
+    if not office.CORPUS.is_dir():
+        pytest.skip(office.CORPUS_MISSING)
+    page = open_page("nora")
+    deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
+    commented = office.corpus("docx/sources/docx_comments.docx")
+
+    def upload(name: str, data: bytes, *, ticked: tuple[str, ...]) -> None:
+        page.goto(f"{live_server.url}/jobs/new/")
+        for label in ticked:
+            page.get_by_label(label).check()
+        page.locator("input[type=file]").set_input_files(
+            files=[{"name": name, "mimeType": "application/octet-stream", "buffer": data}]
+        )
+        page.wait_for_selector(".file-list li.ok")
+        page.get_by_role("button", name="Start reading").click()
+        page.wait_for_url(re.compile(r"/jobs/[0-9a-f-]{36}/$"))
+        # A worker imports docling on its first structured page: seconds on a busy host.
+        page.wait_for_selector("#job[data-final=true]", timeout=240_000)
+
+    upload("deck.pptx", deck, ticked=("Speaker notes",))
+    shot(page, "office-speaker-notes")
+    assert "Speaker notes: Some notes on the second slide." in (
+        page.locator("#page-2 .markdown").inner_text()
+    )
+    upload("commented.docx", commented, ticked=("Reviewers' comments",))
+    assert "author: John Reviewer (JR)" in page.locator("#page-1 .markdown").inner_text()
+    upload("deck-again.pptx", deck, ticked=())
+    assert "Speaker notes" not in page.locator("#page-2 .markdown").inner_text()
+
+    options = [job.options for job in Job.objects.order_by("created_at")]
+    assert [(o.get("speaker_notes", False), o.get("comments", False)) for o in options] == [
+        (True, False),
+        (False, True),
+        (False, False),
+    ]

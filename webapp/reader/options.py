@@ -36,6 +36,8 @@ BODY_OPTIONS = {
     "X-Folio-Normalize": "normalize",
     "X-Folio-Format": "format",
     "X-Folio-Chunk-Tokens": "chunkTokens",
+    "X-Folio-Speaker-Notes": "speakerNotes",
+    "X-Folio-Comments": "comments",
 }
 # X-Folio-Format: what the answer holds beside (or instead of) the Markdown.
 OUTPUTS = ("markdown", "blocks", "chunks", "pdf")
@@ -60,6 +62,9 @@ class ReaderOptions:
     # "markdown" (Reader's answer), "blocks", "chunks" (JSON documents) or "pdf".
     output: str = "markdown"
     chunk_tokens: int = DEFAULT_MAX_TOKENS
+    # Documents read from their structure: a presentation's speaker notes, reviewers' comments.
+    speaker_notes: bool = False
+    comments: bool = False
 
     @property
     def plain_text(self) -> bool:
@@ -97,6 +102,8 @@ def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
         normalize=option("X-Folio-Normalize") or None,
         output=_output(option("X-Folio-Format"), request.headers.get("Accept", "")),
         chunk_tokens=_chunk_tokens(option("X-Folio-Chunk-Tokens")),
+        speaker_notes=_flag("X-Folio-Speaker-Notes", option("X-Folio-Speaker-Notes")),
+        comments=_flag("X-Folio-Comments", option("X-Folio-Comments")),
     )
 
 

@@ -77,6 +77,8 @@ class _ReaderBase(APIView):
                     table_format=options.table_format,
                     headers=options.headers,
                     normalize=options.normalize,
+                    speaker_notes=options.speaker_notes,
+                    comments=options.comments,
                 ),
                 cache=services.CachePolicy(
                     use=not options.no_cache, max_age=options.cache_tolerance

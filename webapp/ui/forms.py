@@ -64,6 +64,17 @@ class UploadForm(forms.Form):
             ("html", "HTML tables"),
         ],
     )
+    # Documents read from their structure (the jobs API's options of the same names).
+    speaker_notes = forms.BooleanField(
+        label="Speaker notes",
+        required=False,
+        help_text="After each slide (PowerPoint, OpenDocument presentations).",
+    )
+    comments = forms.BooleanField(
+        label="Reviewers' comments",
+        required=False,
+        help_text="After what they belong with (Word, PowerPoint, Excel, OpenDocument).",
+    )
     webhook_url = forms.URLField(
         label="Webhook URL (optional)",
         required=False,

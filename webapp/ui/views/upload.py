@@ -54,7 +54,11 @@ def _submit(request, form: UploadForm, upload) -> Job:
         filename=upload.name,
         page_selection=form.cleaned_data["pages"] or None,
         engine=form.cleaned_data["engine"],
-        options=job_services.JobOptions.parse(table_format=form.cleaned_data["table_format"]),
+        options=job_services.JobOptions.parse(
+            table_format=form.cleaned_data["table_format"],
+            speaker_notes=form.cleaned_data["speaker_notes"],
+            comments=form.cleaned_data["comments"],
+        ),
         webhook_url=form.cleaned_data["webhook_url"] or None,
     )
 

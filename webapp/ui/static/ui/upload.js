@@ -119,6 +119,10 @@
         for (const name of ["pages", "engine", "table_format", "webhook_url"]) {
           body.append(name, form.elements[name].value);
         }
+        // Boxes as a browser sends them: present when ticked, absent otherwise.
+        for (const name of ["speaker_notes", "comments"]) {
+          if (form.elements[name].checked) body.append(name, "on");
+        }
         try {
           const response = await fetch(form.action || window.location.href, {
             method: "POST", body, credentials: "same-origin", headers: { Accept: "application/json" } });
