@@ -249,3 +249,25 @@ def long_sheet_xlsx(rows: int = 600) -> bytes:
     out = io.BytesIO()
     book.save(out)
     return out.getvalue()
+
+
+def lengthened_sales_xlsx(rows: int = 600) -> bytes:
+    """docling's sample sales workbook (one sheet, four columns, 20 rows of data), saved as
+    XLSX with its rows continued, day after day, to ``rows``: a real narrow sheet long enough
+    to be cut into row ranges."""
+    import datetime
+
+    import openpyxl
+
+    book = openpyxl.load_workbook(CORPUS / "xlsx/sources/xlsx_02_sample_sales_data.xlsm")
+    sheet = book.active
+    data = list(sheet.iter_rows(min_row=2, values_only=True))
+    day = datetime.timedelta(days=1)
+    last = data[-1][1]
+    for number in range(len(data), rows):
+        product, _, quantity, revenue = data[number % len(data)]
+        last += day
+        sheet.append([product, last, quantity, revenue + number])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()

@@ -72,17 +72,39 @@ def test_a_long_sheet_cut_into_row_ranges_shows_each_range_as_a_band_of_its_shee
     rendition = made(data, types.XLSX)
 
     assert rendition.views == (
-        renditions.View(0, 0.0, 1 / 3),
-        renditions.View(0, 1 / 3, 2 / 3),
-        renditions.View(0, 2 / 3, 1.0),
-        renditions.View(1),
+        renditions.View(0, 0.0, 1 / 3, sheet=True),
+        renditions.View(0, 1 / 3, 2 / 3, sheet=True),
+        renditions.View(0, 2 / 3, 1.0, sheet=True),
+        renditions.View(1, sheet=True),
     )
-    band = renditions.page_images(rendition, 2, timeout=60)
     whole_sheet = renditions.page_images(rendition, 4, timeout=60)
-    assert band.size[1] > band.size[0]  # a third of 600 rows is still taller than wide
-    width, height = size(band.jpeg)
-    assert height > width and abs(width / height - band.size[0] / band.size[1]) < 0.02
-    assert whole_sheet.size[0] > whole_sheet.size[1]
+    assert whole_sheet.size[0] > whole_sheet.size[1]  # one short row: drawn as it is
+
+
+def test_a_narrow_sheets_row_ranges_are_drawn_in_strips_at_a_readable_size():
+    data = office.lengthened_sales_xlsx(rows=600)  # 601 rows of four columns: three ranges
+    rendition = made(data, types.XLSX)
+    with pymupdf.open(stream=rendition.pdf, filetype="pdf") as pdf:
+        sheet = pdf[0].rect
+    assert sheet.height > 25 * sheet.width  # as LibreOffice lays the sheet out: a sliver
+
+    rows_seen = []
+    for number in (1, 2, 3):
+        one_page, points = renditions.view_pdf(rendition, number)
+        with pymupdf.open(stream=one_page, filetype="pdf") as pdf:
+            text = pdf[0].get_text()
+        rows_seen += re.findall(r"\d{4}-\d\d-\d\d", text)
+        assert text.count("Product") == 3  # three strips, each headed by the sheet's first row
+        images = renditions.page_images(rendition, number, timeout=60)
+        width, height = size(images.jpeg)
+        # About square (it was 141 x 1400), and as the view's points are.
+        assert height == PANEL_LONG_SIDE and 1 <= height / width <= renditions.MAX_SHEET_ASPECT
+        assert abs(width / height - points[0] / points[1]) < 0.01
+        # A point is at least 1.33 px on the panel (96 dpi; it was 0.47): the sheet's
+        # 15-point rows are 20 px high.
+        assert height / points[1] > 1.33
+    # Each row of the sheet in exactly one range: the ranges' edges fall between rows.
+    assert len(rows_seen) == len(set(rows_seen)) == 600
 
 
 def test_the_pipeline_draws_an_office_page_at_its_own_shape():
