@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 
 from celery import Celery
@@ -72,6 +72,34 @@ def check_worker_layout(*, engines: list[str], queues: set[str], pool: str) -> N
             )
 
 
+def settle_no_speculation(
+    *, engines: list[str], queues: set[str], environ: MutableMapping[str, str]
+) -> None:
+    """A worker on an engine's no-speculation queue decodes without speculation: the engine's
+    ``without_speculation`` setting is set before it loads, where it is unset. Pages come to
+    that queue because they ran away under speculation; decoding them again the same way would
+    only repeat the runaway. A value that says otherwise stops the worker, naming it, rather
+    than being overridden in silence."""
+    for name in engines:
+        queue = plain_queue(name)
+        if queue not in queues:
+            continue
+        setting = engine_spec(name).without_speculation
+        if setting is None:
+            raise WorkerConfigurationError(
+                f"engine {name} never hands pages over to {queue}: consume "
+                f"{engine_queue(name)} instead"
+            )
+        current = environ.get(setting.variable, "").strip()
+        if current and current not in setting.values:
+            raise WorkerConfigurationError(
+                f"this worker consumes {queue}, whose pages are decoded without speculation, "
+                f"but {setting.variable}={current}: set it to {' or '.join(setting.values)}, "
+                "or unset it"
+            )
+        environ[setting.variable] = current or setting.values[0]
+
+
 def _load(names: list[str]) -> None:
     for name in names:
         started = time.perf_counter()
@@ -98,6 +126,8 @@ def load_engines_in_the_worker_process(sender=None, **kwargs) -> None:
         engines = consumed_engines(app)
         queues = set(app.amqp.queues.consume_from or {})
         check_worker_layout(engines=engines, queues=queues, pool=pool)
+        # In the worker's own process, before the pool starts: prefork children inherit them.
+        settle_no_speculation(engines=engines, queues=queues, environ=os.environ)
         if pool not in IN_PROCESS_POOLS:
             return  # prefork: each child loads after the fork, below
         _start_metrics_exporter()

@@ -1,10 +1,17 @@
-"""How a worker holding the GPU engine must be started: its queue alone, a threads or solo pool."""
+"""How a worker holding the GPU engine must be started: its queue alone, a threads or solo pool,
+and without speculation on the no-speculation queue."""
 
 from __future__ import annotations
 
 import pytest
 
-from ocr_worker.engines import WorkerConfigurationError, check_worker_layout, pool_name
+from model.engines.vllm.config import PRESETS, VllmConfig
+from ocr_worker.engines import (
+    WorkerConfigurationError,
+    check_worker_layout,
+    pool_name,
+    settle_no_speculation,
+)
 
 
 def test_the_gpu_engine_runs_in_a_threads_pool_on_its_own_queue():
@@ -37,3 +44,65 @@ def test_pool_names_are_read_from_aliases_and_classes():
     assert [pool_name(p) for p in ("threads", "solo", "prefork")] == ["threads", "solo", "prefork"]
     assert pool_name(ThreadPool) == "threads"
     assert pool_name(PreforkPool) == "prefork"
+
+
+def test_a_worker_on_the_no_speculation_queue_runs_its_engine_without_speculation():
+    environ = {"FOLIO_VLLM_MODEL": "/models/jina-ocr-v1"}
+
+    settle_no_speculation(
+        engines=["jina-ocr-v1"], queues={"ocr.jina-ocr-v1.plain"}, environ=environ
+    )
+
+    assert environ["FOLIO_VLLM_SPECULATION"] == "off"
+    assert VllmConfig.from_env(environ).speculation == PRESETS["off"]
+
+
+@pytest.mark.parametrize("preset", ["k1-graphs", "k3-eager", "ngram-k3"])
+def test_a_speculation_preset_on_the_no_speculation_queue_stops_the_worker(preset):
+    environ = {"FOLIO_VLLM_SPECULATION": preset}
+
+    with pytest.raises(WorkerConfigurationError, match=f"FOLIO_VLLM_SPECULATION={preset}"):
+        settle_no_speculation(
+            engines=["jina-ocr-v1"], queues={"ocr.jina-ocr-v1.plain"}, environ=environ
+        )
+
+
+def test_an_eager_worker_on_the_no_speculation_queue_stays_eager():
+    environ = {"FOLIO_VLLM_SPECULATION": "off-eager"}
+
+    settle_no_speculation(
+        engines=["jina-ocr-v1"], queues={"ocr.jina-ocr-v1.plain"}, environ=environ
+    )
+
+    assert environ["FOLIO_VLLM_SPECULATION"] == "off-eager"
+
+
+def test_the_engines_own_queue_keeps_its_speculation():
+    environ = {"FOLIO_VLLM_SPECULATION": "k3-eager"}
+
+    settle_no_speculation(engines=["jina-ocr-v1"], queues={"ocr.jina-ocr-v1"}, environ=environ)
+
+    assert environ == {"FOLIO_VLLM_SPECULATION": "k3-eager"}
+
+
+def test_the_no_speculation_queue_of_an_engine_that_never_hands_over_is_refused():
+    with pytest.raises(WorkerConfigurationError, match="consume ocr.local instead"):
+        settle_no_speculation(engines=["local"], queues={"ocr.local.plain"}, environ={})
+
+
+@pytest.mark.slow
+def test_a_real_worker_started_with_speculation_on_the_no_speculation_queue_says_why_it_stops(
+    django_db_setup,
+):
+    from tests.workers import WorkerProcess
+
+    worker = WorkerProcess(
+        queues="ocr.jina-ocr-v1.plain",
+        pool="threads",
+        env={"FOLIO_VLLM_MODEL": "/models/jina-ocr-v1", "FOLIO_VLLM_SPECULATION": "k1-graphs"},
+    )
+
+    with pytest.raises(RuntimeError, match="exited at start"):
+        worker.start(timeout=60)
+
+    assert "FOLIO_VLLM_SPECULATION=k1-graphs" in worker.log_path.read_text()

@@ -29,6 +29,15 @@ EXTRA_ENGINES_VARIABLE = "FOLIO_EXTRA_ENGINES"
 
 
 @dataclass(frozen=True)
+class Setting:
+    """An environment variable and the values of it that give one behaviour; the first is
+    the one to set where it is unset."""
+
+    variable: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """What the service needs to know about an engine without loading it."""
 
@@ -49,6 +58,10 @@ class EngineSpec:
     # Input tokens a page costs at least (engines that see a page through a fixed number of
     # visual tokens); token budgets refuse up front what the page count proves too small.
     min_input_tokens_per_page: int = 0
+    # The setting that runs it without speculative decoding, which a worker on its
+    # no-speculation queue (``model.engines.handoff``) runs with. None for an engine that never
+    # hands a page over.
+    without_speculation: Setting | None = None
 
     def engine_class(self) -> type[Engine]:
         return cast("type[Engine]", _import(self.import_path))
@@ -82,6 +95,7 @@ ENGINES: dict[str, EngineSpec] = {
             # The global view alone, with vLLM's newline and separator tokens:
             # model.gundam.placeholder_count(NO_TILES) (the test holds the two together).
             min_input_tokens_per_page=273,
+            without_speculation=Setting("FOLIO_VLLM_SPECULATION", ("off", "off-eager")),
         ),
         EngineSpec(
             name="openai",
