@@ -35,6 +35,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+@pytest.mark.slow
 def test_importing_the_web_app_imports_no_engine_module():
     completed = subprocess.run(
         [sys.executable, "-c", WEB_PROCESS],

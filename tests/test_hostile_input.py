@@ -464,6 +464,7 @@ def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(api
     assert elapsed < REFUSAL_SECONDS
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 # The jobs go to an engine whose queue no worker reads: this module's worker (started by an
 # earlier test) would otherwise finish the first job before its time is out.

@@ -158,6 +158,7 @@ def centre_distance(a, b) -> float:
     )
 
 
+@pytest.mark.slow
 def test_ocr_blocks_and_words_land_where_the_scan_shows_them(engine):
     result = read(engine, documents.scanned_pdf())
     layout = result.layout
@@ -310,6 +311,7 @@ def test_layout_round_trips_through_its_dict(engine):
 # --- chunks ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chunk_provenance_round_trips_on_a_real_document(engine):
     data = corpus_file("docling-testdata/pdf/sources/multi_page.pdf")
     count = pymupdf.open(stream=data).page_count

@@ -173,6 +173,7 @@ def test_it_reads_a_two_column_page_column_by_column(engine):
     )
 
 
+@pytest.mark.slow
 def test_it_reads_all_four_pages_of_a_latex_document(engine):
     data = corpus_file("004-pdflatex-4-pages/pdflatex-4-pages.pdf")
     assert inspect_document(data).page_count == 4
@@ -189,6 +190,7 @@ def test_it_refuses_the_corpus_password_protected_pdf():
         )
 
 
+@pytest.mark.slow
 def test_it_reads_arabic_text_on_rotated_pages_without_crashing(engine):
     data = corpus_file("015-arabic/habibi-rotated.pdf")
     for number in range(1, inspect_document(data).page_count + 1):

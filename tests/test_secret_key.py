@@ -71,6 +71,7 @@ def test_the_settings_refuse_a_deployment_without_a_key(tmp_path):
     assert "FOLIO_SECRET_KEY" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "clean"),
     [
