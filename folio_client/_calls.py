@@ -17,6 +17,7 @@ import httpx
 
 from folio_client.errors import FolioError, error_from_response
 from folio_client.models import Engine, Health, Job, JobList, JobResult
+from folio_client.retry import retry_after_seconds
 
 FileSource = str | os.PathLike[str] | IO[bytes]
 
@@ -155,6 +156,18 @@ def result_format(job_id: str, fmt: str, **params: Any) -> Call:
     query = {"format": fmt, **{k: v for k, v in params.items() if v is not None}}
     accept = {"pdf": "application/pdf", "markdown": "text/markdown"}.get(fmt, "application/json")
     return Call("GET", f"/v1/jobs/{job_id}/result", params=query, headers={"Accept": accept})
+
+
+# Seconds to wait before asking again for an output being built when the server names none.
+PREPARING_DELAY = 2.0
+
+
+def being_prepared(response: httpx.Response) -> float | None:
+    """Seconds to wait before asking again when the server is still building the output
+    (``202``, the searchable PDF), or None: the output is in the answer."""
+    if response.status_code != 202:
+        return None
+    return retry_after_seconds(response.headers.get("Retry-After")) or PREPARING_DELAY
 
 
 def jobs(

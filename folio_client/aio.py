@@ -17,7 +17,7 @@ import httpx
 
 from folio_client import _calls
 from folio_client._calls import Call, FileSource
-from folio_client.client import POLL_MAX, POLL_MIN, _client_options
+from folio_client.client import PDF_WAIT, POLL_MAX, POLL_MIN, _client_options
 from folio_client.errors import ConnectionFailed, WaitTimeout
 from folio_client.models import Engine, Health, Job, JobList, JobResult, UsageTotals
 from folio_client.retry import Attempts, Pause, RetryPolicy
@@ -158,9 +158,22 @@ class AsyncClient:
         chunks: dict[str, Any] = (await self._send(call)).json()
         return chunks
 
-    async def result_pdf(self, job_id: str) -> bytes:
-        """The searchable PDF: scans with an invisible text layer, born-digital pages as is."""
-        return (await self._send(_calls.result_format(job_id, "pdf"))).content
+    async def result_pdf(self, job_id: str, *, timeout: float | None = PDF_WAIT) -> bytes:
+        """The searchable PDF: scans with an invisible text layer, born-digital pages as is.
+        A worker builds it when it is first asked for: while the server answers ``202``
+        this asks again after its ``Retry-After``; ``WaitTimeout`` after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            response = await self._send(_calls.result_format(job_id, "pdf"))
+            delay = _calls.being_prepared(response)
+            if delay is None:
+                return response.content
+            if deadline is not None and time.monotonic() + delay > deadline:
+                raise WaitTimeout(
+                    f"the searchable PDF of job {job_id} was still being built after {timeout} s",
+                    job=None,
+                )
+            await asyncio.sleep(delay)
 
     async def result_markdown_with_markers(self, job_id: str, *, marker: str | None = None) -> str:
         """The joined Markdown with a marker line before each page (``<!-- page 3 -->``, or

@@ -30,6 +30,9 @@ logger = logging.getLogger(__name__)
 USER_AGENT = "folio-client/0.1.0"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 POLL_MIN, POLL_MAX = 0.25, 5.0
+# Seconds result_pdf asks again while a worker builds the PDF (the server's own limit on a
+# build is FOLIO_SEARCHABLE_PDF_TIMEOUT, 300 s by default).
+PDF_WAIT = 600.0
 
 
 def _client_options(base_url: str | None, api_key: str | None, timeout: Any) -> dict[str, Any]:
@@ -181,9 +184,22 @@ class Client:
         chunks: dict[str, Any] = self._send(call).json()
         return chunks
 
-    def result_pdf(self, job_id: str) -> bytes:
-        """The searchable PDF: scans with an invisible text layer, born-digital pages as is."""
-        return self._send(_calls.result_format(job_id, "pdf")).content
+    def result_pdf(self, job_id: str, *, timeout: float | None = PDF_WAIT) -> bytes:
+        """The searchable PDF: scans with an invisible text layer, born-digital pages as is.
+        A worker builds it when it is first asked for: while the server answers ``202``
+        this asks again after its ``Retry-After``; ``WaitTimeout`` after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            response = self._send(_calls.result_format(job_id, "pdf"))
+            delay = _calls.being_prepared(response)
+            if delay is None:
+                return response.content
+            if deadline is not None and time.monotonic() + delay > deadline:
+                raise WaitTimeout(
+                    f"the searchable PDF of job {job_id} was still being built after {timeout} s",
+                    job=None,
+                )
+            time.sleep(delay)
 
     def result_markdown_with_markers(self, job_id: str, *, marker: str | None = None) -> str:
         """The joined Markdown with a marker line before each page (``<!-- page 3 -->``, or

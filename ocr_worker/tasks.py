@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import uuid
 from datetime import timedelta
 
 from celery import Task
@@ -19,11 +20,13 @@ from model.formats.types import is_converted
 from ocr_worker.celery_app import app
 from ocr_worker.documents import document_bytes
 from ocr_worker.page_images import office_page_images_make, page_images_make
+from ocr_worker.searchable_pdf import searchable_pdf_make
 from webapp.accounts import services as account_services
 from webapp.core.logcontext import log_context
 from webapp.core.workers import served_engines_or_none, serves_plain
 from webapp.jobs import engine_waits, heartbeat, liveness, services
 from webapp.jobs.models import Job
+from webapp.jobs.services import searchable_pdf as searchable_pdf_builds
 from webapp.webhooks import services as webhook_services
 
 logger = logging.getLogger(__name__)
@@ -158,6 +161,20 @@ def render_page_image(job_id: str, number: int) -> str:
         return "drawn" if drawn else "failed"
     refusal = page_images_make(job_id=job.pk, number=number, data=data, mime_type=mime_type)
     return "failed" if refusal else "drawn"
+
+
+@app.task(
+    name=searchable_pdf_builds.BUILD_SEARCHABLE_PDF,
+    acks_late=True,
+    # The build's child is killed at FOLIO_SEARCHABLE_PDF_TIMEOUT; these only bound what is
+    # around it (reading the pages and the file, storing the result).
+    soft_time_limit=settings.FOLIO_SEARCHABLE_PDF_TIMEOUT + 30,
+    time_limit=settings.FOLIO_SEARCHABLE_PDF_TIMEOUT + 60,
+)
+def build_searchable_pdf(job_id: str, fingerprint: str) -> str:
+    """A finished job's searchable PDF, asked for by a download (jobs API, Reader, UI)."""
+    with log_context(job_id=job_id):
+        return searchable_pdf_make(job_id=uuid.UUID(job_id), fingerprint=fingerprint)
 
 
 @app.task(name="folio.reap_pages", acks_late=True)

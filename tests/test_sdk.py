@@ -168,6 +168,22 @@ def test_a_file_is_submitted_waited_for_and_read_back_as_markdown_and_as_pages(
 
 @pytest.mark.slow
 @with_server
+def test_the_searchable_pdf_is_asked_for_again_while_a_worker_builds_it(folio, worker, tmp_path):
+    """The server answers no PDF at once (no wait here): the client follows its 202s'
+    Retry-After until the worker has built it."""
+    import pymupdf
+    from django.test import override_settings
+
+    job = folio.submit(write(tmp_path, "scan.png", documents.png_page()))
+    folio.wait(job.id, timeout=60)
+    with override_settings(FOLIO_SEARCHABLE_PDF_WAIT=0):
+        pdf = folio.result_pdf(job.id, timeout=60)
+
+    assert "Marlow" in pymupdf.open(stream=pdf)[0].get_text()
+
+
+@pytest.mark.slow
+@with_server
 def test_speaker_notes_and_comments_are_asked_for_by_the_sdk(folio, worker, tmp_path):
     from tests import office
 

@@ -243,6 +243,11 @@ FOLIO_PAGE_TIME_LIMIT = env_int("FOLIO_PAGE_TIME_LIMIT", FOLIO_PAGE_SOFT_TIME_LI
 # that takes longer fails at once, unretried (model/page_images.py). The soft limit, if
 # shorter, also kills the child: the worker waits for it in Python, where the signal lands.
 FOLIO_PAGE_RENDER_TIMEOUT = env_int("FOLIO_PAGE_RENDER_TIMEOUT", 60, minimum=1)
+# Seconds a worker may spend building a job's searchable PDF (in a child process it kills past
+# this; the build is then refused for those pages, model/layout/searchable_pdf.py), and how
+# long a request for it waits for the build before answering 202 with Retry-After.
+FOLIO_SEARCHABLE_PDF_TIMEOUT = env_int("FOLIO_SEARCHABLE_PDF_TIMEOUT", 300, minimum=1)
+FOLIO_SEARCHABLE_PDF_WAIT = env_float("FOLIO_SEARCHABLE_PDF_WAIT", 10.0, minimum=0.0)
 FOLIO_PAGE_MAX_ATTEMPTS = env_int("FOLIO_PAGE_MAX_ATTEMPTS", 3, minimum=1)
 # An unacknowledged message is handed out again after this long: longer than the longest page.
 FOLIO_BROKER_VISIBILITY_TIMEOUT = env_int(

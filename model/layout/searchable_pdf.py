@@ -12,6 +12,11 @@ The text is drawn by PyMuPDF's TextWriter (fast: one content stream a page) in H
 for words Helvetica has no glyphs for, in MuPDF's built-in CJK fallback font. Each word's
 font size is chosen so that its width matches its box. The result is not PDF/A: PyMuPDF
 makes no PDF/A claim that could be checked here, so none is made.
+
+Building one takes MuPDF through every page of the document (and for an image document, a
+decode and re-encode of every frame), so a service builds it in a worker, in a child process
+with a wall-clock limit (``searchable_pdf_bounded``), never in the process that answers
+requests.
 """
 
 from __future__ import annotations
@@ -20,12 +25,20 @@ import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pymupdf
 from PIL import Image, ImageOps
 
+from model.bounded_child import bounded_run
 from model.documents import MUPDF_LOCK, PDF, open_image, open_pdf
+from model.formats import ebooks
+from model.formats.types import format_of
 from model.layout.schema import Block, PageLayout, Word, image_dpi
+
+# The building child's address space: the document, its pages' images as MuPDF holds them,
+# and the output; a hostile document cannot take the host's memory.
+CHILD_MEMORY_BYTES = 4 * 1024**3
 
 # Blocks of these kinds have no running text to set (a figure's box is a picture).
 _NO_TEXT = ("figure",)
@@ -38,6 +51,34 @@ class PageText:
 
     number: int
     layout: PageLayout | None
+
+
+def searchable_pdf_bounded(
+    data: bytes, mime_type: str, pages: Iterable[PageText], *, timeout: float
+) -> bytes:
+    """``document_searchable_pdf`` built in a child process killed after ``timeout`` s
+    (``model.bounded_child``: ``ChildTimeout``, ``ChildFailed``)."""
+    with bounded_run(
+        _build_into, (data, mime_type, list(pages)), timeout=timeout,
+        memory_bytes=CHILD_MEMORY_BYTES,
+    ) as out:  # fmt: skip
+        return (out / "searchable.pdf").read_bytes()
+
+
+def _build_into(folder: str, data: bytes, mime_type: str, pages: list[PageText]) -> None:
+    """The child's work."""
+    (Path(folder) / "searchable.pdf").write_bytes(document_searchable_pdf(data, mime_type, pages))
+
+
+def document_searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> bytes:
+    """The searchable PDF of any document with page images: an e-book's pages are its PDF
+    layout's (``model.formats.ebooks``)."""
+    fmt = format_of(mime_type)
+    if fmt is not None and fmt.kind == "ebook":
+        with MUPDF_LOCK:
+            data = ebooks.as_pdf(data, fmt)
+        mime_type = PDF
+    return searchable_pdf(data, mime_type, pages)
 
 
 def searchable_pdf(data: bytes, mime_type: str, pages: Iterable[PageText]) -> bytes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.core.files import File
+from django.http import FileResponse, HttpResponse
 from django.utils.http import content_disposition_header
 
 
@@ -12,3 +13,8 @@ def attachment_response(body: bytes | str, *, content_type: str, filename: str) 
     # ASCII, given again in RFC 5987's form, so browsers save it under the same name.
     response["Content-Disposition"] = content_disposition_header(True, filename) or "attachment"
     return response
+
+
+def stored_attachment_response(file: File, *, content_type: str, filename: str) -> FileResponse:
+    """A stored file as a download, streamed from storage (never read whole into memory)."""
+    return FileResponse(file, as_attachment=True, filename=filename, content_type=content_type)

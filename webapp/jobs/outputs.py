@@ -1,19 +1,24 @@
 """A finished job's outputs beyond its Markdown, built from the pages' stored layouts: the
-blocks document, chunks for retrieval, the searchable PDF, and the joined Markdown with page
-markers. Reads only; nothing here changes a job."""
+blocks document, chunks for retrieval, the joined Markdown with page markers, and the
+searchable PDF, which a worker builds and stores (``services/searchable_pdf.py``) and this
+serves. Reads only; nothing here changes a job."""
 
 from __future__ import annotations
 
+import time
+
+from django.conf import settings
+from django.core.files import File
 from django.core.files.storage import default_storage
 
-from model.documents import MUPDF_LOCK, PDF
-from model.formats import ebooks
 from model.formats.types import CONVERTED_KINDS, format_of
 from model.layout import PageLayout
 from model.layout.chunks import DEFAULT_MAX_TOKENS, chunk_document
-from model.layout.searchable_pdf import PageText, searchable_pdf
+from model.layout.searchable_pdf import PageText
 from webapp.jobs.models import Job, Page
 from webapp.jobs.selectors import job_pages, page_text
+from webapp.jobs.services import searchable_pdf as builds
+from webapp.jobs.waiting import POLL_MAX_SECONDS, POLL_START_SECONDS, WaiterSlot
 
 # The joined Markdown's page marker; ``{page}`` is the page number.
 DEFAULT_PAGE_MARKER = "<!-- page {page} -->"
@@ -26,6 +31,19 @@ class OutputNotDrawable(Exception):
 
 class OutputUnavailable(Exception):
     """An output that cannot be made for this job (its file is gone)."""
+
+
+class OutputPreparing(Exception):
+    """A worker is building the output; ask again in ``PREPARING_RETRY_AFTER`` seconds."""
+
+
+class OutputRefused(Exception):
+    """The output could not be built for these pages (past its time limit, or the document
+    refused); the message says why."""
+
+
+# Seconds a client is told to wait before asking again for an output being built.
+PREPARING_RETRY_AFTER = 2
 
 
 def block_id(page: int, index: int) -> str:
@@ -82,9 +100,9 @@ def job_chunks(*, job: Job, max_tokens: int = DEFAULT_MAX_TOKENS) -> dict:
     return {"id": str(job.id), "status": job.status, "max_tokens": max_tokens, "chunks": chunks}
 
 
-def job_searchable_pdf(*, job: Job) -> bytes:
-    """The job's pages as a searchable PDF (``model.layout.searchable_pdf``); an e-book's
-    pages are its PDF layout's."""
+def searchable_pdf_check(*, job: Job) -> None:
+    """Refuse what no build can give: a document read from its structure (no page images),
+    or one whose file is gone."""
     document = job.document
     fmt = format_of(document.mime_type)
     if fmt is not None and fmt.kind in CONVERTED_KINDS:
@@ -96,17 +114,66 @@ def job_searchable_pdf(*, job: Job) -> bytes:
         raise OutputUnavailable(
             f"the file of job {job.id} is no longer stored; submit the document again"
         )
-    with default_storage.open(document.file.name, "rb") as handle:
-        data = handle.read()
-    pages = [
-        PageText(page.number, layout if page.status == Page.Status.SUCCEEDED else None)
-        for page, layout in _layouts(job)
+
+
+def searchable_pdf_stored(*, job: Job, wait: float) -> File:
+    """The finished job's searchable PDF as a worker stored it, open for reading. Nothing is
+    built here (``services/searchable_pdf.py``): a worker is asked to, and this waits for it at
+    most ``wait`` seconds (holding one of the process's waiting slots; none left, no wait),
+    then raises ``OutputPreparing``. ``OutputRefused`` when it could not be built."""
+    searchable_pdf_check(job=job)
+    fingerprint = builds.job_pages_fingerprint(job_id=job.pk)
+    build_seconds = settings.FOLIO_SEARCHABLE_PDF_TIMEOUT
+    with WaiterSlot() as slot:
+        deadline = time.monotonic() + (wait if slot.taken else 0.0)
+        interval = POLL_START_SECONDS
+        requested = False
+        while True:
+            stored = builds.searchable_pdf_lookup(job_id=job.pk, fingerprint=fingerprint)
+            if stored.name is not None:
+                try:
+                    return default_storage.open(stored.name, "rb")
+                except FileNotFoundError:  # replaced meanwhile by a build of newer pages
+                    pass
+            if stored.refusal is not None:
+                raise OutputRefused(stored.refusal)
+            if not requested:
+                builds.searchable_pdf_request(
+                    job=job, fingerprint=fingerprint, build_seconds=build_seconds
+                )
+                requested = True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise OutputPreparing(
+                    f"the searchable PDF of job {job.id} is being built by a worker; ask again "
+                    f"in {PREPARING_RETRY_AFTER} s"
+                )
+            time.sleep(min(interval, left))
+            interval = min(interval * 2, POLL_MAX_SECONDS)
+
+
+def job_page_texts(*, job_id) -> tuple[str, list[PageText]]:
+    """What a searchable PDF is built from: each page's reading (``None`` for a page that did
+    not succeed: it is kept as it was), and the fingerprint of the pages read in the same
+    query (``builds.pages_fingerprint``)."""
+    pages = list(
+        Page.objects.filter(job_id=job_id)
+        .order_by("number")
+        .only("number", "status", "finished_at", "layout")
+    )
+    fingerprint = builds.pages_fingerprint(
+        (page.number, page.status, page.finished_at) for page in pages
+    )
+    texts = [
+        PageText(
+            page.number,
+            PageLayout.from_dict(page.layout)
+            if page.status == Page.Status.SUCCEEDED and page.layout.get("blocks") is not None
+            else None,
+        )
+        for page in pages
     ]
-    if fmt is not None and fmt.kind == "ebook":
-        with MUPDF_LOCK:
-            data = ebooks.as_pdf(data, fmt)
-        return searchable_pdf(data, PDF, pages)
-    return searchable_pdf(data, document.mime_type, pages)
+    return fingerprint, texts
 
 
 def job_markdown_with_markers(*, job: Job, marker: str = DEFAULT_PAGE_MARKER) -> str:

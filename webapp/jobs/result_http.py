@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from django.http import HttpResponse
+from django.conf import settings
+from django.http import HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
-from webapp.core.downloads import attachment_response
-from webapp.core.errors import ApiError, conflict, unprocessable
+from webapp.core.downloads import stored_attachment_response
+from webapp.core.errors import ApiError, conflict, error_body, unprocessable
 from webapp.jobs import outputs, selectors
 from webapp.jobs.serializers import (
     BlocksDocumentSerializer,
@@ -62,9 +64,43 @@ RESULT_RESPONSES = {
         description="`format=pdf`: born-digital pages unchanged, scanned pages and "
         "images with an invisible text layer placed word by word",
     ),
+    202: OpenApiResponse(
+        description="`format=pdf`: a worker is building the searchable PDF; ask again after "
+        "`Retry-After` seconds"
+    ),
     409: OpenApiResponse(description="the job has not finished"),
     410: OpenApiResponse(description="the results (or, for a PDF, the file) expired"),
+    422: OpenApiResponse(
+        description="`format=pdf` of a document without page images, or one whose PDF could "
+        "not be built within its limit"
+    ),
 }
+
+
+def searchable_pdf_response(job) -> HttpResponseBase:
+    """The searchable PDF as a worker stored it; while a worker builds it (after a short
+    wait, ``FOLIO_SEARCHABLE_PDF_WAIT``), a ``202`` with ``Retry-After`` and the same URL to
+    ask again; ``422`` when it cannot be built, ``410`` once the file is gone."""
+    try:
+        stored = outputs.searchable_pdf_stored(job=job, wait=settings.FOLIO_SEARCHABLE_PDF_WAIT)
+    except outputs.OutputUnavailable as exc:
+        raise gone(str(exc)) from exc
+    except (outputs.OutputNotDrawable, outputs.OutputRefused) as exc:
+        raise unprocessable(str(exc)) from exc
+    except outputs.OutputPreparing as exc:
+        return preparing_response(str(exc))
+    return stored_attachment_response(
+        stored, content_type="application/pdf", filename=outputs.pdf_filename(job)
+    )
+
+
+def preparing_response(message: str) -> JsonResponse:
+    """An output a worker is building: ask again after ``Retry-After`` seconds."""
+    body = error_body(http_status=202, name="Accepted", detail_code=20201, message=message)
+    response = JsonResponse(body, status=202)
+    response["Retry-After"] = str(outputs.PREPARING_RETRY_AFTER)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def result_query(request) -> dict:
@@ -74,7 +110,7 @@ def result_query(request) -> dict:
     return query.validated_data
 
 
-def job_result_response(request, job, *, params: dict, poll: str) -> HttpResponse:
+def job_result_response(request, job, *, params: dict, poll: str) -> HttpResponseBase:
     """A finished job's result in the form asked for (``format``, else ``Accept``): the
     joined Markdown, each page as JSON, the layout blocks, the chunks or a searchable PDF;
     ``409`` while it runs (saying where to ``poll``), ``410`` once expired. ``params`` come
@@ -96,15 +132,7 @@ def job_result_response(request, job, *, params: dict, poll: str) -> HttpRespons
     if kind == "chunks":
         return Response(outputs.job_chunks(job=job, max_tokens=params["max_tokens"]))
     if kind == "pdf":
-        try:
-            body = outputs.job_searchable_pdf(job=job)
-        except outputs.OutputUnavailable as exc:
-            raise gone(str(exc)) from exc
-        except outputs.OutputNotDrawable as exc:
-            raise unprocessable(str(exc)) from exc
-        return attachment_response(
-            body, content_type="application/pdf", filename=outputs.pdf_filename(job)
-        )
+        return searchable_pdf_response(job)
     if kind == "markdown":
         marker = params.get("page_marker")
         if marker or params["page_markers"]:

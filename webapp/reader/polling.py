@@ -61,6 +61,10 @@ def poll_url(request, job_id: uuid.UUID) -> str:
     return request.build_absolute_uri(reverse("reader-poll", args=[poll_token(job_id)]))
 
 
+def result_url(request, job_id: uuid.UUID) -> str:
+    return request.build_absolute_uri(reverse("reader-poll-result", args=[poll_token(job_id)]))
+
+
 class _CapabilityView(APIView):
     # The link is the credential: no key, no session, no CSRF.
     authentication_classes: list = []

@@ -7,12 +7,13 @@ import re
 from collections.abc import Iterator
 
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from model.plaintext import markdown_to_text
-from webapp.core.downloads import attachment_response
 from webapp.core.errors import ApiError, error_body, unprocessable
 from webapp.jobs import outputs, selectors, services
 from webapp.jobs.models import Job, Page
+from webapp.jobs.result_http import searchable_pdf_response
 from webapp.jobs.waiting import HeldWhileStreaming, WaiterSlot, job_updates
 from webapp.reader.options import ReaderOptions
 from webapp.reader.sources import Source
@@ -41,7 +42,11 @@ def _body(markdown: str, options: ReaderOptions) -> dict:
     return {"content": markdown}
 
 
-def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> HttpResponse:
+def finished_response(
+    *, job: Job, source: Source, options: ReaderOptions, result_url: str
+) -> HttpResponseBase:
+    """The finished job in Reader's answer; ``result_url`` is where its result can be asked
+    for again (the searchable PDF a worker is still building)."""
     if job.status == Job.Status.FAILED:
         return error_response(_nothing_read(job))
     if job.status == Job.Status.CANCELLED:
@@ -50,7 +55,7 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
     if over_budget is not None:
         return error_response(over_budget, job=job)
     if options.output != "markdown":
-        return _layout_output(job=job, options=options)
+        return _layout_output(job=job, options=options, result_url=result_url)
     data = reader_data(job=job, source=source, options=options)
     tokens = data["usage"]["tokens"]
     response: HttpResponse
@@ -65,20 +70,16 @@ def finished_response(*, job: Job, source: Source, options: ReaderOptions) -> Ht
     return response
 
 
-def _layout_output(*, job: Job, options: ReaderOptions) -> HttpResponse:
+def _layout_output(*, job: Job, options: ReaderOptions, result_url: str) -> HttpResponseBase:
     """X-Folio-Format: the blocks or chunks document in Reader's JSON envelope, or the
-    searchable PDF itself."""
+    searchable PDF itself (a worker builds it: while it does, a 202 whose ``Location`` is the
+    result link that gives it, ``format=pdf``)."""
     tokens = job.input_tokens + job.output_tokens
+    response: HttpResponseBase
     if options.output == "pdf":
-        try:
-            body = outputs.job_searchable_pdf(job=job)
-        except outputs.OutputUnavailable as exc:
-            return error_response(
-                ApiError(str(exc), http_status=410, name="GoneError", detail_code=41001)
-            )
-        response = attachment_response(
-            body, content_type="application/pdf", filename=outputs.pdf_filename(job)
-        )
+        response = searchable_pdf_response(job)
+        if response.status_code == 202:
+            response["Location"] = f"{result_url}?format=pdf"
     else:
         document = (
             outputs.job_blocks(job=job)

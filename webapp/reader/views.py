@@ -25,6 +25,7 @@ from webapp.reader.anonymous import anonymous_owner, client_identity
 from webapp.reader.engines import engine_for_model
 from webapp.reader.options import RESPOND_WITH, reader_options
 from webapp.reader.polling import poll_url as capability_poll_url
+from webapp.reader.polling import result_url as capability_result_url
 from webapp.reader.responses import accepted_response, event_stream, finished_response
 from webapp.reader.sources import document_source
 
@@ -90,8 +91,10 @@ class _ReaderBase(APIView):
         if anonymous:
             # No key to poll the jobs API with: the link itself is the permission.
             poll_url = capability_poll_url(request, job.id)
+            result_url = capability_result_url(request, job.id)
         else:
             poll_url = request.build_absolute_uri(reverse("job-detail", args=[job.id]))
+            result_url = request.build_absolute_uri(reverse("job-result", args=[job.id]))
         if options.respond_async:
             return accepted_response(job=job, poll_url=poll_url)
         # Waiting holds a thread of this process: beyond FOLIO_READER_WAITERS waiters, the
@@ -106,7 +109,7 @@ class _ReaderBase(APIView):
                 job = job_wait(job_id=job.id, timeout=options.timeout)
         if not job.is_final:
             return accepted_response(job=job, poll_url=poll_url)
-        return finished_response(job=job, source=source, options=options)
+        return finished_response(job=job, source=source, options=options, result_url=result_url)
 
 
 class ReaderView(_ReaderBase):

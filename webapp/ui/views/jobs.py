@@ -7,6 +7,7 @@ import json
 import logging
 from pathlib import PurePath
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -17,7 +18,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from model.formats.types import has_page_images
-from webapp.core.downloads import attachment_response
+from webapp.core.downloads import attachment_response, stored_attachment_response
 from webapp.jobs import outputs as job_outputs
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
@@ -246,7 +247,7 @@ def download_pdf(request, job_id):
     if refusal is not None:
         return refusal
     try:
-        body = job_outputs.job_searchable_pdf(job=job)
+        stored = job_outputs.searchable_pdf_stored(job=job, wait=settings.FOLIO_SEARCHABLE_PDF_WAIT)
     except job_outputs.OutputUnavailable as exc:
         return render(
             request,
@@ -254,8 +255,36 @@ def download_pdf(request, job_id):
             {"title": "The file was deleted", "message": str(exc).capitalize() + "."},
             status=410,
         )
-    return attachment_response(
-        body, content_type="application/pdf", filename=job_outputs.pdf_filename(job)
+    except (job_outputs.OutputNotDrawable, job_outputs.OutputRefused) as exc:
+        return render(
+            request,
+            "error.html",
+            {
+                "title": "No searchable PDF for this job",
+                "message": str(exc).capitalize() + ".",
+                "back": reverse("ui-job", args=[job.id]),
+            },
+            status=422,
+        )
+    except job_outputs.OutputPreparing:
+        # Built by a worker: this page asks again by itself until the download comes.
+        waiting = render(
+            request,
+            "error.html",
+            {
+                "title": "Preparing the searchable PDF",
+                "message": "A worker is building it. The download starts by itself when it "
+                "is ready.",
+                "back": reverse("ui-job", args=[job.id]),
+                "refresh": job_outputs.PREPARING_RETRY_AFTER,
+            },
+            status=202,
+        )
+        waiting["Retry-After"] = str(job_outputs.PREPARING_RETRY_AFTER)
+        waiting["Cache-Control"] = "no-store"
+        return waiting
+    return stored_attachment_response(
+        stored, content_type="application/pdf", filename=job_outputs.pdf_filename(job)
     )
 
 
