@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -309,6 +310,75 @@ def test_a_url_whose_server_trickles_its_headers_is_given_up_at_the_fetch_deadli
         elapsed = time.monotonic() - started
 
     assert elapsed < 4
+
+
+# A name no server answers for: the system resolver (getaddrinfo) is stubbed for it alone,
+# and holds the lookup as a name server that never answers would (the resolver's own
+# retries); every other name resolves as usual.
+SILENT_NAME = "silent-dns.example"
+
+
+@pytest.fixture
+def silent_name_server(monkeypatch):
+    import socket
+
+    real = socket.getaddrinfo
+    release = threading.Event()
+    asked = []
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host != SILENT_NAME:
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        release.wait(20)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield asked
+    release.set()
+
+
+@override_settings(FOLIO_FETCH_TIMEOUT=2)
+def test_a_url_whose_name_never_resolves_is_given_up_at_the_fetch_deadline(silent_name_server):
+    started = time.monotonic()
+    with pytest.raises(FetchError, match="within 2 s"):
+        fetch_document(f"http://{SILENT_NAME}/a.pdf")
+    elapsed = time.monotonic() - started
+
+    assert silent_name_server == [SILENT_NAME]
+    assert elapsed < 3
+
+
+@override_settings(FOLIO_WEBHOOK_TIMEOUT=2)
+def test_a_webhook_whose_name_never_resolves_holds_neither_registration_nor_delivery(
+    make_user, silent_name_server
+):
+    from webapp.jobs import services as job_services
+    from webapp.webhooks import services as webhook_services
+    from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
+
+    url = f"http://{SILENT_NAME}/hook"
+    started = time.monotonic()
+    with pytest.raises(webhook_services.WebhookError, match="did not resolve within 2 s"):
+        webhook_services.webhook_url_validate(url=url)
+    assert time.monotonic() - started < 3
+
+    # An endpoint whose name stopped answering after it was registered.
+    owner = make_user()
+    job = job_services.job_submit(owner=owner, data=documents.png_page(), filename="p.png")
+    job_services.job_cancel(job=job)
+    WebhookEndpoint.objects.create(
+        owner=owner, url=url, events=["job.cancelled"], secret=webhook_services.secret_generate()
+    )
+    webhook_services.job_event_record(job_id=job.pk)
+    delivery = WebhookDelivery.objects.get(endpoint__url=url)
+    started = time.monotonic()
+    outcome = webhook_services.delivery_attempt(delivery_id=delivery.pk)
+    elapsed = time.monotonic() - started
+
+    assert outcome.startswith("retry"), outcome
+    assert elapsed < 3
+    assert "within 2 s" in delivery.attempt_log.get().error
 
 
 @pytest.mark.parametrize("behaviour", ["trickle", "huge"])

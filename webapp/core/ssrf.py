@@ -1,8 +1,9 @@
 """Outbound HTTP that cannot be aimed at our own network (SSRF protection).
 
 Every connection is checked when it is made, not when a URL is parsed: the host name is
-resolved, every address it resolves to must be public (or allowed by FOLIO_SSRF_ALLOW), and
-the socket is opened to the address that was checked. Redirects open new connections, so each
+resolved (within the exchange's deadline: ``resolve``), every address it resolves to must be
+public (or allowed by FOLIO_SSRF_ALLOW), and the socket is opened to the address that was
+checked. Redirects open new connections, so each
 hop is checked the same way, and a DNS answer that changes between check and use cannot slip
 through (there is no second lookup). Decimal, octal and IPv4-mapped IPv6 spellings of an
 address all resolve to the address itself and are judged as such; so are the IPv6 addresses
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -123,13 +125,41 @@ def is_public(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast
 
 
-def resolve(host: str, port: int) -> list[IPAddress]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
+# Seconds a host name may take to resolve where no deadline says otherwise.
+RESOLVE_SECONDS = 10.0
+
+
+def resolve(host: str, port: int, *, timeout: float | None = RESOLVE_SECONDS) -> list[IPAddress]:
+    """Every address ``host`` resolves to, within ``timeout`` seconds.
+
+    ``getaddrinfo`` takes no timeout, and a name server that never answers holds it for as
+    long as the system resolver's own retries last (``resolv.conf``: attempts × servers ×
+    timeout, not ours to set). So the lookup runs in a daemon thread of its own, and the
+    caller waits for it only until ``timeout``: a fetch's deadline covers resolution too. A
+    thread left behind ends when the system resolver gives up; nothing waits for it."""
+    outcome: dict[str, object] = {}
+    done = threading.Event()
+
+    def lookup() -> None:
+        try:
+            outcome["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=lookup, name=f"resolve {host}", daemon=True).start()
+    if not done.wait(timeout):
+        raise httpx.ConnectTimeout(f"the host name {host!r} did not resolve within {timeout:g} s")
+    error = outcome.get("error")
+    if isinstance(error, socket.gaierror):
         raise httpx.ConnectError(
-            f"the host name {host!r} does not resolve ({exc.strerror})"
-        ) from exc
+            f"the host name {host!r} does not resolve ({error.strerror})"
+        ) from error
+    if isinstance(error, BaseException):
+        raise error
+    infos = outcome["infos"]
+    assert isinstance(infos, list)
     # getaddrinfo may add a scope to link-local IPv6 ("fe80::1%eth0"); the scope is not part
     # of the address we judge.
     return list(
@@ -145,7 +175,10 @@ class GuardedBackend(httpcore.SyncBackend):
         self.deadline = deadline  # time.monotonic() by which the whole exchange ends
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        addresses = resolve(host, port)
+        # Resolution shares the exchange's deadline (and the connect timeout) with the rest.
+        addresses = resolve(
+            host, port, timeout=within(self.deadline, timeout, httpcore.ConnectTimeout)
+        )
         # Every address must pass, not just the first: a name that resolves to a public and a
         # private address would otherwise be a coin toss away from the inside.
         for address in addresses:

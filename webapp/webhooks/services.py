@@ -76,7 +76,8 @@ def webhook_url_validate(*, url: str, policy: AddressPolicy | None = None) -> st
     policy = policy or address_policy()
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        for address in resolve(parts.hostname, port):
+        # Registration waits for the name at most a delivery's whole deadline.
+        for address in resolve(parts.hostname, port, timeout=settings.FOLIO_WEBHOOK_TIMEOUT):
             policy.check(parts.hostname, address)
     except BlockedAddress as exc:
         raise WebhookError(f"webhook URL refused: {exc}") from exc
