@@ -9,7 +9,8 @@ import json
 import logging
 import mimetypes
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -28,6 +29,7 @@ from webapp.accounts import services as account_services
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_enqueue
+from webapp.jobs.services.job_lifecycle import stored_files_delete_unused
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.jobs.services.review import review_judged
@@ -120,7 +122,8 @@ def job_submit(
         fingerprint=fingerprint,
         client=client,
     )
-    return job_create(submission=submission, cache=cache or CachePolicy())
+    with _stored_files_taken_back_on_refusal() as fresh:
+        return job_create(submission=submission, cache=cache or CachePolicy(), fresh=fresh)
 
 
 def jobs_submit_together(
@@ -154,10 +157,27 @@ def jobs_submit_together(
     ]
     pages = sum(len(submission.page_numbers) for submission in submissions)
     _quota(account_services.page_quota_check, user=owner, client=client, pages=pages)
-    with transaction.atomic():
+    with _stored_files_taken_back_on_refusal() as fresh, transaction.atomic():
         return [
-            job_create(submission=submission, cache=CachePolicy()) for submission in submissions
+            job_create(submission=submission, cache=CachePolicy(), fresh=fresh)
+            for submission in submissions
         ]
+
+
+@contextmanager
+def _stored_files_taken_back_on_refusal() -> Iterator[list[str]]:
+    """The names of files a submission stored for the first time (``job_create`` adds them);
+    if it is then refused (a quota reached meanwhile by another request, a later job of the
+    same chat request refused), they are deleted again once its transaction is undone, unless
+    a document that committed meanwhile holds the same bytes. Refused work leaves nothing
+    behind, in storage as in the database."""
+    fresh: list[str] = []
+    try:
+        yield fresh
+    except BaseException:
+        if fresh:
+            stored_files_delete_unused(names=fresh)
+        raise
 
 
 def submission_validate(
@@ -210,9 +230,13 @@ def submission_validate(
     )
 
 
-def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
+def job_create(
+    *, submission: Submission, cache: CachePolicy, fresh: list[str] | None = None
+) -> Job:
     """Answer what the result cache holds, check the token budget against the tokens those
-    pages were counted at, then store the document's bytes and write the job."""
+    pages were counted at, then store the document's bytes and write the job. The name of a
+    file stored for the first time here is added to ``fresh``, for the caller to take back
+    should the submission be refused after all."""
     hits = (
         cached_pages(
             sha256=submission.sha256,
@@ -231,9 +255,11 @@ def job_create(*, submission: Submission, cache: CachePolicy) -> Job:
         pages=len(submission.page_numbers),
         cached=list(hits.values()),
     )
-    stored_name = _store_content(
+    stored_name, stored_now = _store_content(
         submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
     )
+    if stored_now and fresh is not None:
+        fresh.append(stored_name)
     try:
         job, document, pages = _job_write(submission, stored_name=stored_name, hits=hits)
     except IntegrityError:
@@ -465,19 +491,21 @@ def _inspected(data: bytes) -> DocumentInfo:
         raise SubmissionError(str(exc), kind=kind) from exc
 
 
-def _store_content(data: bytes, *, sha256: str, mime_type: str) -> str:
+def _store_content(data: bytes, *, sha256: str, mime_type: str) -> tuple[str, bool]:
     """Content-addressed: the same bytes are stored once, whoever uploads them and whatever
-    they called them (the extension comes from the type the bytes proved, not the name)."""
+    they called them (the extension comes from the type the bytes proved, not the name).
+    The name, and whether this call stored the file."""
     fmt = format_of(mime_type)
     suffix = fmt.extension if fmt else (mimetypes.guess_extension(mime_type) or "")
     name = f"documents/{sha256[:2]}/{sha256}{suffix}"
     if default_storage.exists(name):
-        return name
+        return name, False
     saved = default_storage.save(name, ContentFile(data))
     if saved != name:
         # Someone stored the same bytes between our check and our save: keep theirs.
         default_storage.delete(saved)
-    return name
+        return name, False
+    return name, True
 
 
 def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]], plain: bool = False) -> None:
