@@ -110,7 +110,8 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
             )
     if result.layout is None and result.method == STRUCTURE_METHOD:
         # A unit of a structured document has no geometry of its own: one block over a
-        # nominal A4 page, so that blocks and chunks still cite it.
+        # nominal A4 page, so that blocks and chunks still cite it. Where LibreOffice draws
+        # the page, the page drawn takes its place (ocr_worker/page_images.py).
         result.layout = whole_page_layout(result.markdown, NOMINAL_PAGE_POINTS)
     elif result.layout is None:
         result.layout = _whole_page(page, result)

@@ -56,8 +56,9 @@ def office_page_images_make(
     *, job_id: uuid.UUID, number: int, data: bytes, mime_type: str, options: dict
 ) -> bool:
     """Draw and store an Office or OpenDocument page's images from LibreOffice's layout of the
-    document (the page's units as the job's options make them); ``False`` where there are
-    none to draw (no LibreOffice here, or it failed: the page keeps its text)."""
+    document (the page's units as the job's options make them), the page's layout taking the
+    drawn page's size; ``False`` where there are none to draw (no LibreOffice here, or it
+    failed: the page keeps its text and its nominal page)."""
     images = pipeline.office_page_images(
         PageInput(data=data, mime_type=mime_type, page_number=number),
         EngineOptions.from_dict(options),
@@ -66,6 +67,6 @@ def office_page_images_make(
     if images is None:
         return False
     services.office_page_images_record(
-        job_id=job_id, number=number, panel=images.jpeg, full=images.full_jpeg
+        job_id=job_id, number=number, panel=images.jpeg, full=images.full_jpeg, size=images.size
     )
     return True

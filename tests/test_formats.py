@@ -280,9 +280,13 @@ def test_a_long_sheet_is_cut_into_row_ranges_each_with_the_header():
 def test_markdown_is_passed_through_normalized():
     data = "# Title\r\n\r\n\r\n\r\nCafe\u0301 text   \r\n- item\r\n".encode()
 
-    markdown = transcribe_page(None, page(data), EngineOptions()).markdown
+    result = transcribe_page(None, page(data), EngineOptions())
 
-    assert markdown == "# Title\n\nCaf\u00e9 text\n- item"
+    assert result.markdown == "# Title\n\nCaf\u00e9 text\n- item"
+    # Text has no page: one block over a nominal A4 page (docs/OUTPUTS.md), never drawn.
+    layout = result.layout
+    assert (layout.width, layout.height, layout.source) == (595.0, 842.0, "page")
+    assert [block.bbox for block in layout.blocks] == [(0.0, 0.0, 595.0, 842.0)]
 
 
 def test_a_long_text_is_cut_into_page_sized_parts_in_order():

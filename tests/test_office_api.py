@@ -157,6 +157,12 @@ def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
     with Image.open(io.BytesIO(full)) as drawn_full:
         assert drawn_full.width > drawn.width
     assert f"/jobs/{job['id']}/pages/2.jpg" in detail.content.decode()
+    # The page's box is the slide as drawn (16:9 at 960 x 540 points), not the nominal A4
+    # page a structured page is saved with; its one block covers it.
+    blocks = api.get(f"/v1/jobs/{job['id']}/result?format=blocks").json()["pages"][1]
+    assert (blocks["width"], blocks["height"]) == pytest.approx((960, 540), abs=0.1)
+    assert blocks["source"] == "page"
+    assert blocks["blocks"][0]["bbox"] == [0.0, 0.0, blocks["width"], blocks["height"]]
 
 
 def wait_for_image(client, url: str, timeout: float = 120) -> bytes:
@@ -195,3 +201,9 @@ def test_an_office_page_answered_from_the_cache_is_drawn_when_the_viewer_asks(
     assert client.get(url).status_code == 202  # asked for; a worker draws it
     with Image.open(io.BytesIO(wait_for_image(client, url))) as drawn:
         assert abs(drawn.width / drawn.height - 4 / 3) < 0.02  # this deck's 4:3 slides
+
+    drawn_layout = Page.objects.get(job_id=again["id"], number=2).layout
+    assert (drawn_layout["width"], drawn_layout["height"]) == pytest.approx((720, 540), abs=0.1)
+    # The cached copy takes the drawn size too: the next job answered from it has it at once.
+    third, _ = finished(api, deck, "deck.pptx")
+    assert Page.objects.get(job_id=third["id"], number=2).layout == drawn_layout

@@ -99,6 +99,20 @@ class PageLayout:
             words=[Word(str(w[0]), (w[1], w[2], w[3], w[4])) for w in data.get("words", [])],
         )
 
+    def resized(self, width: float, height: float) -> PageLayout:
+        """The same layout on a page of ``width`` x ``height`` points, every box scaled with
+        the page (a structured page's nominal page replaced by the page drawn for it)."""
+        sx, sy = width / self.width, height / self.height
+
+        def scaled(box: Box) -> Box:
+            return (box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy)
+
+        blocks = [
+            Block(b.type, b.markdown, scaled(b.bbox), b.level, b.confidence) for b in self.blocks
+        ]
+        words = [Word(w.text, scaled(w.bbox)) for w in self.words]
+        return PageLayout(width, height, blocks, self.source, words)
+
     def with_markdown(self, rewrite: Callable[[str], str]) -> PageLayout:
         """The same layout with each block's Markdown passed through ``rewrite`` (the text
         normalisation the page's Markdown went through)."""

@@ -14,11 +14,15 @@ from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from model.layout import PageLayout
 from model.page_images import PageImages
 from ocr_worker.celery_app import app
 from webapp.core.queues import engine_queue
 from webapp.jobs.models import Job, Page
+from webapp.jobs.services.options import JobOptions
 from webapp.jobs.services.page_lifecycle import office_page_images_store, page_image_storage_name
+from webapp.results.models import CachedPage
+from webapp.results.services import options_key
 
 logger = logging.getLogger(__name__)
 
@@ -42,15 +46,52 @@ def page_images_save(*, job_id: uuid.UUID, number: int, images: PageImages) -> N
         default_storage.save(name, ContentFile(data))
 
 
-def office_page_images_record(*, job_id: uuid.UUID, number: int, panel: bytes, full: bytes) -> None:
-    """An Office page's images drawn on request (the page came from the result cache, so no
-    worker read it): stored, and recorded in the page for the viewer, as ``page_complete``
-    does for a page a worker reads."""
+def office_page_images_record(
+    *,
+    job_id: uuid.UUID,
+    number: int,
+    panel: bytes,
+    full: bytes,
+    size: tuple[float, float] | None = None,
+) -> None:
+    """An Office page's images, drawn once its text is saved (or on request, for a page
+    answered from the result cache): stored, and recorded in the page for the viewer. The
+    page's layout, and its copy in the result cache, take the drawn page's ``size`` (points)
+    in place of the nominal page a structured page is saved with (``model.pipeline``)."""
     stored = office_page_images_store(job_id=job_id, number=number, panel=panel, full=full)
-    page = Page.objects.filter(job_id=job_id, number=number).only("extra").first()
-    if page is not None:
-        extra = page.extra if isinstance(page.extra, dict) else {}
-        Page.objects.filter(pk=page.pk).update(extra={**extra, "page_image": stored})
+    page = (
+        Page.objects.filter(job_id=job_id, number=number)
+        .select_related("job__document")
+        .only("extra", "layout", "number", "job__engine", "job__options", "job__document__sha256")
+        .first()
+    )
+    if page is None:
+        return
+    extra = page.extra if isinstance(page.extra, dict) else {}
+    fields: dict = {"extra": {**extra, "page_image": stored}}
+    drawn = _drawn_layout(page.layout, size)
+    if drawn is not None:
+        fields["layout"] = drawn
+        job = page.job
+        CachedPage.objects.filter(
+            sha256=job.document.sha256,
+            engine=job.engine,
+            options_key=options_key(JobOptions.from_dict(job.options).output_options()),
+            page_number=number,
+            layout=page.layout,
+        ).update(layout=drawn)
+    Page.objects.filter(pk=page.pk).update(**fields)
+
+
+def _drawn_layout(layout: dict, size: tuple[float, float] | None) -> dict | None:
+    """A structured page's layout on the page drawn for it, or ``None`` to keep it: only a
+    layout with no geometry of its own (``source`` "page", one block over the whole page)
+    takes another page's size."""
+    if size is None or not isinstance(layout, dict) or layout.get("source") != "page":
+        return None
+    if not layout.get("width") or not layout.get("height") or min(size) <= 0:
+        return None
+    return PageLayout.from_dict(layout).resized(*size).to_dict()
 
 
 def page_image_drawing_claim(*, job_id: uuid.UUID, number: int) -> bool:
