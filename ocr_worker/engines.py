@@ -149,5 +149,6 @@ def _start_metrics_exporter() -> None:
     if not port.isdigit():
         raise WorkerConfigurationError(f"FOLIO_METRICS_PORT must be a port number, not {port!r}")
     from model.engines.vllm.metrics import start_exporter
+    from ocr_worker.metrics_port import METRICS_REFUSAL, scraper_allowed
 
-    start_exporter(int(port))
+    start_exporter(int(port), allowed=scraper_allowed, refusal=METRICS_REFUSAL)

@@ -4,6 +4,10 @@ turned off, and every answer carries the Content-Security-Policy."""
 
 from __future__ import annotations
 
+import socket
+import urllib.error
+import urllib.request
+
 import pytest
 from django.test import Client, override_settings
 
@@ -41,6 +45,83 @@ def test_metrics_answer_only_an_allowed_address_or_the_token(settings, address, 
     assert response.status_code == status, response.content
     if status == 200:
         assert b"django_http_requests" in response.content
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def scrape(port: int, **headers) -> tuple[int, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as refused:
+        return refused.code, refused.read()
+
+
+@pytest.mark.parametrize(
+    ("settings", "headers", "status"),
+    [
+        ({}, {}, 200),  # loopback is allowed by default
+        ({"FOLIO_METRICS_ALLOW": ["10.0.0.0/8"]}, {}, 403),
+        ({"FOLIO_METRICS_TOKEN": TOKEN, "FOLIO_METRICS_ALLOW": []}, {}, 403),
+        (
+            {"FOLIO_METRICS_TOKEN": TOKEN, "FOLIO_METRICS_ALLOW": []},
+            {"Authorization": f"Bearer {TOKEN}"},
+            200,
+        ),
+        (
+            {"FOLIO_METRICS_TOKEN": TOKEN, "FOLIO_METRICS_ALLOW": []},
+            {"Authorization": "Bearer wrong"},
+            403,
+        ),
+    ],
+    ids=["loopback", "address not allowed", "token unsent", "token", "wrong token"],
+)
+def test_a_workers_metrics_port_answers_only_an_allowed_address_or_the_token(
+    settings, headers, status
+):
+    """The exporter a worker starts on FOLIO_METRICS_PORT, in this process: the same control
+    as the web's /metrics."""
+    from model.engines.vllm.metrics import serve_registry
+    from ocr_worker.metrics_port import METRICS_REFUSAL, scraper_allowed
+
+    port = free_port()
+    server = serve_registry(port, allowed=scraper_allowed, refusal=METRICS_REFUSAL, address="")
+    try:
+        with override_settings(**settings):
+            code, body = scrape(port, **headers)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert code == status, body
+    assert (b"python_info" in body) == (status == 200)
+    if status == 403:
+        assert b"FOLIO_METRICS_TOKEN" in body
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_started_with_a_metrics_token_serves_its_port_to_the_token_alone():
+    from tests.workers import WorkerProcess
+
+    port = free_port()
+    env = {
+        "FOLIO_METRICS_PORT": str(port),
+        "FOLIO_METRICS_TOKEN": TOKEN,
+        "FOLIO_METRICS_ALLOW": "",
+    }
+    # The exporter runs in the worker's own process: an in-process pool.
+    with WorkerProcess(queues="ocr.local", pool="threads", env=env):
+        refused, _ = scrape(port)
+        served, body = scrape(port, Authorization=f"Bearer {TOKEN}")
+
+    assert (refused, served) == (403, 200)
+    assert b"folio_engine_pages" in body
 
 
 def test_a_forged_forwarded_address_does_not_open_the_metrics():

@@ -16,29 +16,37 @@ from rest_framework.renderers import BrowsableAPIRenderer
 
 from webapp.core.clients import client_address
 
+METRICS_REFUSAL = (
+    "metrics are not served to this client: send FOLIO_METRICS_TOKEN as a bearer "
+    "token, or scrape from an address in FOLIO_METRICS_ALLOW\n"
+)
+
 
 def metrics(request) -> HttpResponse:
     """django-prometheus's exposition, behind the token or the address allow-list."""
-    if not _metrics_allowed(request):
-        return HttpResponse(
-            "metrics are not served to this client: send FOLIO_METRICS_TOKEN as a bearer "
-            "token, or scrape from an address in FOLIO_METRICS_ALLOW\n",
-            status=403,
-            content_type="text/plain; charset=utf-8",
-        )
+    allowed = metrics_allowed(
+        authorization=request.headers.get("Authorization", ""), address=client_address(request)
+    )
+    if not allowed:
+        return HttpResponse(METRICS_REFUSAL, status=403, content_type="text/plain; charset=utf-8")
     return exports.ExportToDjangoView(request)
 
 
-def _metrics_allowed(request) -> bool:
+def metrics_allowed(*, authorization: str, address: str) -> bool:
+    """Whether a scraper may read metrics: it sent ``FOLIO_METRICS_TOKEN`` as a bearer token,
+    or its ``address`` is in ``FOLIO_METRICS_ALLOW``. The web's ``/metrics`` and a worker's
+    metrics port (``ocr_worker/metrics_port.py``) answer alike."""
     token = settings.FOLIO_METRICS_TOKEN
-    if token:
-        sent = request.headers.get("Authorization", "")
-        if hmac.compare_digest(sent.encode(), f"Bearer {token}".encode()):
-            return True
+    if token and hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
+        return True
     try:
-        address = ipaddress.ip_address(client_address(request))
+        parsed = ipaddress.ip_address(address)
     except ValueError:
         return False
+    return _address_allowed(parsed)
+
+
+def _address_allowed(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     networks = [ipaddress.ip_network(entry, strict=False) for entry in settings.FOLIO_METRICS_ALLOW]

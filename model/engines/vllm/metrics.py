@@ -9,7 +9,10 @@ counts the bonus token too (1 + accepted per verify step), as vLLM reports them.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable, Iterable
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 logger = logging.getLogger(__name__)
 
@@ -89,18 +92,47 @@ def spec_decode_totals() -> dict[str, float]:
     }
 
 
-def start_exporter(port: int) -> None:
+def start_exporter(port: int, *, allowed: Callable[[dict[str, Any]], bool], refusal: str) -> None:
     """Serve the default Prometheus registry on ``port`` (vLLM's metrics and Folio's), once
-    per process however often the worker's start-up signal fires."""
+    per process however often the worker's start-up signal fires; see ``serve_registry``."""
     global _exporter_port
     if _exporter_port is not None:
         return
-    try:
-        from prometheus_client import start_http_server
-    except ImportError:
-        logger.warning("prometheus_client is not installed: no metrics on port %s", port)
+    if serve_registry(port, allowed=allowed, refusal=refusal) is None:
         return
-    _metrics()
-    start_http_server(port)
     _exporter_port = port
     logger.info("Prometheus metrics on port %s", port)
+
+
+def serve_registry(
+    port: int, *, allowed: Callable[[dict[str, Any]], bool], refusal: str, address: str = "0.0.0.0"
+) -> WSGIServer | None:
+    """The default registry over HTTP on ``port``, from a daemon thread, to the scrapers
+    ``allowed`` (called with each request's WSGI environ) and a 403 saying ``refusal`` to
+    everyone else; ``None`` without prometheus_client. prometheus_client's own
+    ``start_http_server`` answers anyone who can reach the port."""
+    try:
+        from prometheus_client import make_wsgi_app
+        from prometheus_client.exposition import ThreadingWSGIServer
+    except ImportError:
+        logger.warning("prometheus_client is not installed: no metrics on port %s", port)
+        return None
+    _metrics()
+    exposition = make_wsgi_app()
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if not allowed(environ):
+            start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8")])
+            return [refusal.encode()]
+        return exposition(environ, start_response)  # type: ignore[no-any-return]
+
+    server = make_server(address, port, guarded, ThreadingWSGIServer, handler_class=_Quiet)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server
+
+
+class _Quiet(WSGIRequestHandler):
+    """No line on stderr per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+        pass
