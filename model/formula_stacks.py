@@ -40,6 +40,12 @@ CENTRE_TOLERANCE = 0.2
 # size to the rule's end means a text line runs on past it (an overlined segment ``AB`` in a
 # sentence under another line of text), not a fraction: a word space is about a third.
 RUN_ON = 0.45
+# A numerator or denominator is one expression: glyphs further apart than this many type
+# sizes are separate labels (a figure's "P" and "Q" under the segment PQ), not one term.
+MAX_PIECE_GAP = 2.0
+# How near (pt) another drawn stroke must come to a rule to meet it: the rule is then a line
+# of a drawing (a figure's side, an axis) and the labels beside it are no fraction.
+TOUCH = 1.0
 _RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
 
 
@@ -72,6 +78,10 @@ class Rule:
     text: str = ""
 
 
+# A drawn stroke as a straight segment (curves are cut into short ones): (x0, y0, x1, y1).
+Segment = tuple[float, float, float, float]
+
+
 @dataclass
 class _Stack:
     """A fraction or a radical: the rule, the glyphs it consumes, and its LaTeX."""
@@ -89,11 +99,22 @@ class _Stack:
 def page_rules(page: Any) -> tuple[list[Rule], list[tuple[float, float, float]]]:
     """Short horizontal rules on a PyMuPDF page (drawn lines and thin filled rectangles), and
     the vertical lines (x, y0, y1), which make a table's grid with them."""
+    rules, uprights, _ = page_strokes(page)
+    return rules, uprights
+
+
+def page_strokes(
+    page: Any,
+) -> tuple[list[Rule], list[tuple[float, float, float]], list[Segment]]:
+    """:func:`page_rules`, and every drawn stroke as segments (lines, rectangles' sides,
+    curves cut into eight pieces), to tell a rule that is a line of a figure."""
     limit = MAX_RULE_SHARE * page.rect.width
     rules = []
     uprights = []
+    segments: list[Segment] = []
     for drawing in page.get_cdrawings():
         for item in drawing.get("items", []):
+            segments += _segments(item)
             if item[0] == "l":
                 (xa, ya), (xb, yb) = item[1], item[2]
             elif item[0] == "re":
@@ -112,7 +133,51 @@ def page_rules(page: Any) -> tuple[list[Rule], list[tuple[float, float, float]]]
             x0, x1 = min(xa, xb), max(xa, xb)
             if MIN_RULE_LENGTH <= x1 - x0 <= limit:
                 rules.append(Rule(x0, x1, (ya + yb) / 2))
-    return rules, uprights
+    return rules, uprights, segments
+
+
+def _segments(item: tuple[Any, ...]) -> list[Segment]:
+    """A drawing item (``get_cdrawings``) as straight segments."""
+    kind = item[0]
+    if kind == "l":
+        (xa, ya), (xb, yb) = item[1], item[2]
+        return [(xa, ya, xb, yb)]
+    if kind == "re":
+        xa, ya, xb, yb = item[1]
+        return [(xa, ya, xb, ya), (xb, ya, xb, yb), (xb, yb, xa, yb), (xa, yb, xa, ya)]
+    if kind == "qu":
+        points = list(item[1])
+        return [(*points[i], *points[(i + 1) % 4]) for i in range(4)]
+    if kind == "c":
+        (ax, ay), (bx, by), (cx, cy), (dx, dy) = item[1:5]
+        points = []
+        for i in range(9):
+            t = i / 8
+            u = 1 - t
+            points.append(
+                (
+                    u**3 * ax + 3 * u * u * t * bx + 3 * u * t * t * cx + t**3 * dx,
+                    u**3 * ay + 3 * u * u * t * by + 3 * u * t * t * cy + t**3 * dy,
+                )
+            )
+        return [(*points[i], *points[i + 1]) for i in range(8)]
+    return []
+
+
+def _meets_other_stroke(rule: Rule, segments: list[Segment]) -> bool:
+    """Whether a drawn stroke other than the rule itself ends on it: a side of a figure
+    meeting it at a vertex, a dot on it, a line continuing it. A fraction bar stands alone.
+    A stroke wholly within the rule's thin band (its outline, a copy of it) is the rule; one
+    that passes right through it (a plot's grid line behind a tick label ``π/2``) is
+    background, and says nothing."""
+    left, right = rule.x0 - TOUCH, rule.x1 + TOUCH
+    top, bottom = rule.y - MAX_RULE_THICKNESS / 2 - TOUCH, rule.y + MAX_RULE_THICKNESS / 2 + TOUCH
+    for xa, ya, xb, yb in segments:
+        inside_a = left <= xa <= right and top <= ya <= bottom
+        inside_b = left <= xb <= right and top <= yb <= bottom
+        if inside_a != inside_b:
+            return True
+    return False
 
 
 def _fraction_like(
@@ -122,16 +187,20 @@ def _fraction_like(
     rules: list[Rule],
     uprights: list[tuple[float, float, float]],
     glyphs: list[Glyph],
+    segments: list[Segment],
 ) -> bool:
     """Whether text above and below a rule reads as a fraction: formula-like words on both
-    sides, neither a slice of a text line running on past the rule's ends (a line of text
+    sides, each one expression (no gap of several type sizes inside it: a figure's vertex
+    labels), neither a slice of a text line running on past the rule's ends (a line of text
     over an overlined ``AB``), the wider as wide as most of the rule (a table's cell border
     spans its column), and the rule no part of a grid (no rule of the very same span just
     above or below it, no vertical line at its ends; a fraction in a fraction has a shorter
-    rule)."""
+    rule) nor of a drawing (no other stroke meets it)."""
     size = max(g.size for g in numerator + denominator)
     for part in (numerator, denominator):
         if not all(_is_mathy(word) for word in _text(part).split()):
+            return False
+        if _widest_gap(part) > MAX_PIECE_GAP * size:
             return False
         baselines = {round(g.baseline, 1) for g in part}
         for g in glyphs:
@@ -153,10 +222,23 @@ def _fraction_like(
             and abs(other.y - rule.y) <= 3 * size
         ):
             return False
-    return not any(
+    if any(
         y0 - 2 <= rule.y <= y1 + 2 and (abs(x - rule.x0) <= 2 or abs(x - rule.x1) <= 2)
         for x, y0, y1 in uprights
-    )
+    ):
+        return False
+    # A rule set as rule characters is text, not a drawing: nothing drawn is part of it.
+    return bool(rule.text) or not _meets_other_stroke(rule, segments)
+
+
+def _widest_gap(part: list[Glyph]) -> float:
+    """The widest empty stretch between a piece's glyphs, left to right."""
+    ordered = sorted(part, key=lambda g: g.x0)
+    widest, edge = 0.0, ordered[0].x1
+    for g in ordered[1:]:
+        widest = max(widest, g.x0 - edge)
+        edge = max(edge, g.x1)
+    return widest
 
 
 def _glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
@@ -265,7 +347,7 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
     """The fractions and radicals on a page, as formulas to place in its Markdown, and notes
     for those found but not rebuilt. ``rawdict`` is ``page.get_text("rawdict")``."""
     glyphs, text_rules = _glyphs(rawdict)
-    drawn, uprights = page_rules(page)
+    drawn, uprights, segments = page_strokes(page)
     rules = sorted(set(drawn + text_rules), key=lambda r: (r.y, r.x0))
     if not rules or not glyphs:
         return [], []
@@ -285,8 +367,8 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
         numerator, denominator = _fraction(rule, glyphs)
         if not numerator or not denominator:
             continue  # an underline, an overline: no fraction
-        if not _fraction_like(rule, numerator, denominator, rules, uprights, glyphs):
-            continue  # a table's border between two cells, a figure's rule: no fraction
+        if not _fraction_like(rule, numerator, denominator, rules, uprights, glyphs, segments):
+            continue  # a table's border between two cells, a figure's line: no fraction
         plain = (
             _squash("".join(g.c for g in numerator))
             + "/"

@@ -8,6 +8,8 @@ import pytest
 
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
+from model.formula_stacks import stacked_formulas
+from model.quality.realpages import CORPUS
 
 PROSE = "A paragraph of ordinary prose sits on this page so that it reads as a page of text."
 
@@ -153,3 +155,67 @@ def test_a_fraction_inside_a_fraction_is_reported_not_rebuilt(engine):
     markdown, notes = _read(engine, _page(draw))
     assert r"\frac" not in markdown
     assert any(note.startswith("fraction left as text") for note in notes), (markdown, notes)
+
+
+def test_labels_of_a_figure_line_are_no_fraction_but_a_grid_line_through_one_is(engine):
+    """A triangle's base with a label centred above and below it: the sides end on the rule
+    (vertices), so it is a line of a drawing. The same labels round a bare rule are a
+    fraction, and so is a tick label with a plot's grid line passing right through it."""
+
+    def triangle(page):
+        page.insert_text((96, 260), "x =", fontsize=11)
+        _fraction(page, 120, 256, "a", "b")
+        page.draw_line((120, 256), (126, 226), width=0.6)
+        page.draw_line((126, 226), (132, 256), width=0.6)
+
+    markdown, notes = _read(engine, _page(triangle))
+    assert r"\frac" not in markdown and notes == [], (markdown, notes)
+
+    def bare(page):
+        page.insert_text((96, 260), "x =", fontsize=11)
+        _fraction(page, 120, 256, "a", "b")
+
+    markdown, notes = _read(engine, _page(bare))
+    assert r"\frac{a}{b}" in markdown, (markdown, notes)
+
+    def gridded(page):
+        page.insert_text((96, 260), "x =", fontsize=11)
+        _fraction(page, 120, 256, "a", "b")
+        page.draw_line((126, 220), (126, 290), width=0.3, dashes="[2] 0")
+
+    markdown, notes = _read(engine, _page(gridded))
+    assert r"\frac{a}{b}" in markdown, (markdown, notes)
+
+
+def test_vertex_labels_spread_along_a_bare_segment_are_no_fraction(engine):
+    """``B`` over the middle of a segment, ``P`` and ``Q`` under its two ends: the labels of
+    the segment PQ, several type sizes apart, not a denominator ``P Q``."""
+
+    def draw(page):
+        page.insert_text((150, 252), "B", fontsize=11)
+        page.draw_line((120, 256), (190, 256), width=0.6)
+        page.insert_text((120, 268), "P", fontsize=11)
+        page.insert_text((182, 268), "Q", fontsize=11)
+
+    markdown, notes = _read(engine, _page(draw))
+    assert r"\frac" not in markdown and notes == [], (markdown, notes)
+    assert "B" in markdown and "P" in markdown and "Q" in markdown
+
+
+GEOTOPO = "pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
+
+
+@pytest.mark.skipif(not (CORPUS / GEOTOPO).is_file(), reason="the shared corpus is not beside")
+def test_geotopo_figure_labels_are_no_fraction_and_its_tick_fractions_still_are():
+    """GeoTopo p. 72 (fig. "1. Fall"): the line PQ of a drawing, B above it, P and Q below,
+    once read ``\\frac{B}{P Q}``. P. 35's sine plot labels its ticks π/2 and 3π/2 with a
+    dashed grid line through each: those are fractions."""
+    with pymupdf.open(CORPUS / GEOTOPO) as doc:
+        page = doc[71]
+        formulas, notes = stacked_formulas(page, page.get_text("rawdict"))
+        assert not any(r"\frac" in f.latex for f in formulas), [f.latex for f in formulas]
+        assert notes == []
+        page = doc[34]
+        formulas, _ = stacked_formulas(page, page.get_text("rawdict"))
+        latex = " ".join(f.latex for f in formulas)
+        assert r"\frac{\pi}{2}" in latex and r"\frac{3\pi}{2}" in latex, latex
