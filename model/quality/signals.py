@@ -27,6 +27,7 @@ from model.engines.base import PageInput, PageResult
 from model.plaintext import markdown_to_text
 from model.quality import content_signals as content
 from model.quality.checks import math_spans
+from model.quality.merged_cells import Grid, lost_merges, page_grids, tables_with_gaps
 from model.quality.page_lines import Line, pdf_lines
 from model.quality.review import DEFAULT_THRESHOLD, Signal, severity_below, verdict
 from model.quality.tables import html_tables, markdown_tables
@@ -103,6 +104,19 @@ def table_signal(markdown: str) -> Signal:
             problems.append(f"pipe table {index} has rows of different widths")
     count = len(html_tables(markdown)) + len(markdown_tables(markdown))
     return Signal("table", not problems, "; ".join(problems[:3]), float(count), severity=0.6)
+
+
+def merged_cells_signal(markdown: str, grids: list[Grid] | None) -> Signal | None:
+    """Empty cells of the output's tables where the page's ruled grid has one merged cell
+    holding text: the span was lost, and the text sits in one column of several
+    (``model.quality.merged_cells``). None where the page's grid was not looked at."""
+    if grids is None:
+        return None
+    lost = lost_merges(tables_with_gaps(markdown), grids)
+    detail = f"{lost} empty table cell(s) where the page merges cells: the span was lost"
+    return Signal(
+        "merged_cells", not lost, detail if lost else "", float(lost), severity=0.6 if lost else 0.0
+    )
 
 
 def _ragged(table: str) -> bool:
@@ -251,12 +265,17 @@ class PageFacts:
     # they are measured against; empty for images and pages without a usable text layer.
     lines: list[Line] = field(default_factory=list)
     width: float | None = None
+    # The page's ruled tables, where the output has a table with empty cells to judge
+    # against them (``model.quality.merged_cells``); None where they were not looked for.
+    grids: list[Grid] | None = None
 
 
-def page_facts(page: PageInput) -> PageFacts:
+def page_facts(page: PageInput, *, find_grids: bool = False) -> PageFacts:
+    """The page's ink, text layer and lines; with ``find_grids``, its ruled tables too (a
+    text-layer page only: the table finder costs tens of milliseconds)."""
     try:
         if page.mime_type == PDF:
-            return _pdf_facts(page)
+            return _pdf_facts(page, find_grids=find_grids)
         image = open_page_image(page.data, page.mime_type, page.page_number, long_side=400)
         return PageFacts(ink=_ink(image.convert("L").tobytes()), text_layer=None)
     except Exception:  # signals must never fail a page that was transcribed
@@ -264,7 +283,7 @@ def page_facts(page: PageInput) -> PageFacts:
         return PageFacts(ink=None, text_layer=None)
 
 
-def _pdf_facts(page: PageInput) -> PageFacts:
+def _pdf_facts(page: PageInput, *, find_grids: bool) -> PageFacts:
     with MUPDF_LOCK:
         doc = pymupdf.open(stream=page.data, filetype="pdf")
         try:
@@ -274,14 +293,18 @@ def _pdf_facts(page: PageInput) -> PageFacts:
             width = float(pdf_page.rect.width)
             pix = pdf_page.get_pixmap(dpi=INK_DPI, colorspace=pymupdf.csGRAY, alpha=False)
             ink = _ink(pix.samples)
+            usable = _usable_text_layer(text)
+            grids = page_grids(pdf_page) if find_grids and usable else None
         finally:
             doc.close()
-    readable = sum(1 for ch in text if ch.isalnum())
-    unmapped = text.count("\ufffd")
-    usable = readable >= 20 and unmapped <= readable * 0.1
     if not usable:
         return PageFacts(ink=ink, text_layer=None)
-    return PageFacts(ink=ink, text_layer=text, lines=pdf_lines(layout), width=width)
+    return PageFacts(ink=ink, text_layer=text, lines=pdf_lines(layout), width=width, grids=grids)
+
+
+def _usable_text_layer(text: str) -> bool:
+    readable = sum(1 for ch in text if ch.isalnum())
+    return readable >= 20 and text.count("\ufffd") <= readable * 0.1
 
 
 def _ink(grey: bytes) -> float:
@@ -303,6 +326,7 @@ def page_signals(
     lines, width = (ocr_lines, ocr_width) if ocr_lines else (facts.lines, facts.width)
     signals = [
         table_signal(markdown),
+        merged_cells_signal(markdown, facts.grids),
         latex_signal(markdown),
         repetition_signal(markdown),
         empty_signal(markdown, facts.ink),
@@ -333,7 +357,8 @@ def quality_report(
     confidence = result.extra.get("ocr_confidence")
     signals = page_signals(
         result.markdown,
-        page_facts(page),
+        # The ruled grid is looked for only where an output table has cells to judge by it.
+        page_facts(page, find_grids=bool(tables_with_gaps(result.markdown))),
         ocr_confidence=float(confidence) if confidence is not None else None,
         ocr_lines=ocr_lines(result.extra.get("ocr_lines")),
         ocr_width=result.extra.get("ocr_width"),
