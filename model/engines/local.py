@@ -24,6 +24,7 @@ from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.engines.ocr_coverage import unread_stretches
 from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout, page_size_points
@@ -163,7 +164,7 @@ class LocalEngine:
         options: EngineOptions,
     ) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation, confidence, layout, lines, unread = self._ocr_read(
+        markdown, rotation, confidence, layout, lines, unread, stretches = self._ocr_read(
             image, page_size=page_size, options=options
         )
         result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
@@ -171,6 +172,9 @@ class LocalEngine:
         result.extra["rotation"] = rotation
         result.extra["unread_share"] = unread
         result.extra["extraction_notes"] = _unread_notes(unread)
+        if stretches is not None:
+            # The ``coverage`` signal reads them: text skipped inside a line that was read.
+            result.extra["unread_stretches"] = stretches
         if confidence is not None:
             result.extra["ocr_confidence"] = confidence
         if lines:
@@ -192,26 +196,28 @@ class LocalEngine:
         *,
         page_size: tuple[float, float] | None = None,
         options: EngineOptions | None = None,
-    ) -> tuple[str, int, float | None, PageLayout | None, list[list[Any]], float]:
+    ) -> tuple[
+        str, int, float | None, PageLayout | None, list[list[Any]], float, list[list[Any]] | None
+    ]:
         """… and the mean recognition confidence over its lines, weighted by their length
         (a quality signal: noisy and blurred scans score visibly lower), and with a
         ``page_size`` in points, the page's layout (blocks and words); and the lines
         themselves, upright, as ``[x0, y0, x1, y1, confidence, text]`` for the quality
         signals that judge line by line; and the share of the detected text (by area) that
-        could not be read at all."""
+        could not be read at all; and the stretches of ink in read lines that no recognised
+        word covers (``model.engines.ocr_coverage``; None without word boxes)."""
         pixels = np.asarray(image.convert("RGB"))
         with self._ocr_lock:
             ocr, classifier = self._engines()
             # Every line the detector found comes back, however poorly read (text_score 0),
             # so that the share left unread is known; then RapidOCR's own filter keeps those
             # read with its usual confidence, as before.
-            output = _read_confidently(
-                ocr(pixels, return_word_box=page_size is not None, text_score=0.0)
-            )
+            raw = ocr(pixels, return_word_box=page_size is not None, text_score=0.0)
+            output = _read_confidently(raw)
             unread = output.unread
             boxes = _boxes(output)
             if not boxes:
-                return "", 0, None, None, [], unread
+                return "", 0, None, None, [], unread, None
             rotation = _page_rotation(boxes, pixels, classifier)
             if rotation == 180 and not _reads_better_turned(boxes, pixels, self._recognizer()):
                 rotation = 0
@@ -247,7 +253,10 @@ class LocalEngine:
             [*(round(v, 1) for v in (b.x0, b.y0, b.x1, b.y1)), round(score, 4), b.text]
             for b, score in zip(upright, line_scores(output), strict=False)
         ]
-        return markdown, rotation, _mean_confidence(output), layout, lines, unread
+        # Ink in the kept lines that no recognised word covers (a script the models cannot
+        # read beside one they can, on the same line); outside the lock, from the pixels.
+        stretches = unread_stretches(pixels, raw, TEXT_SCORE)
+        return markdown, rotation, _mean_confidence(output), layout, lines, unread, stretches
 
     def _engines(self) -> tuple[Any, Any]:
         # Built on first use, under the lock: a web process that only lists engines never

@@ -24,7 +24,14 @@ from typing import Any, ClassVar
 from model.engines.base import Engine, EngineError, EngineOptions, PageInput, PageResult
 
 # What a recording keeps of ``PageResult.extra``: everything the signals read, nothing bulky.
-KEPT_EXTRA = ("ocr_confidence", "ocr_lines", "ocr_width", "extraction_notes", "rotation")
+KEPT_EXTRA = (
+    "ocr_confidence",
+    "ocr_lines",
+    "ocr_width",
+    "extraction_notes",
+    "rotation",
+    "unread_stretches",
+)
 
 
 def page_key(page: PageInput, options: EngineOptions) -> str:

@@ -320,6 +320,7 @@ def page_signals(
     ocr_lines: list[Line] | None = None,
     ocr_width: float | None = None,
     extraction_notes: list[str] | None = None,
+    unread_stretches: list[list[Any]] | None = None,
 ) -> list[Signal]:
     """Every signal that applies to the page. Lines and width come from the text layer, or,
     for pages the engine read by OCR, from the OCR's own lines."""
@@ -344,6 +345,7 @@ def page_signals(
         content.mirrored_signal(ocr_lines or [], ocr_width),
         content.order_signal(markdown, lines, width),
         content.line_confidence_signal(ocr_lines or []),
+        content.coverage_signal(unread_stretches),
         extraction_signal(extraction_notes),
     ]
     return [s for s in signals if s is not None]
@@ -363,6 +365,7 @@ def quality_report(
         ocr_lines=ocr_lines(result.extra.get("ocr_lines")),
         ocr_width=result.extra.get("ocr_width"),
         extraction_notes=result.extra.get("extraction_notes"),
+        unread_stretches=result.extra.get("unread_stretches"),
     )
     return verdict(signals, threshold)
 
