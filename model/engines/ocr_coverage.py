@@ -13,9 +13,9 @@ the line's height for the glyph edges the word boxes trim; those columns are joi
 gaps under half the line's height (letter and word spacing), and each run's width is kept in
 line heights. The quality signal ``coverage`` judges the widths (``model.quality``).
 
-Cost: a grey conversion of the page and a few array operations per line, 1-20 ms a page on
-the shared 2-core machine (bench/review.py's ``quality`` timing does not include it: it runs
-in the engine, on the pixels the OCR already has).
+Cost: a grey conversion of the page and a few array operations per line, about 10 ms a page
+(``bench/review_costs.py``); it runs in the engine, on the pixels the OCR already has, so the
+quality report's own timing does not include it.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@ output's table holds.
 A pipe table cannot merge cells. A converter that meets "Europe" spanning four columns writes
 it in one of them and leaves the other three empty, and from the Markdown alone that is a
 table with empty cells. The page's rules tell them apart: PyMuPDF's table finder, on the
-drawn lines alone (``use_layout=False``: no layout model, 20-120 ms a page on the shared
-2-core machine), returns each grid position a merged cell covers as ``None``. A position the
-output leaves empty, that the page's grid covers with a merged cell holding text, is a merge
-the output lost.
+drawn lines alone (``use_layout=False``: no layout model; about 20-120 ms a page,
+``bench/review_costs.py``), returns each grid position a merged cell covers as ``None``. A
+position the output leaves empty, that the page's grid covers with a merged cell holding
+text, is a merge the output lost.
 
 Only pages that can have the problem pay for the table finder: a text layer, and an output
 table with an empty cell other than its top-left corner (``tables_with_gaps``).

@@ -7,7 +7,9 @@ layer, words that are words, formulas, column order). Each failing signal has a 
 ``model.quality.review`` turns them into the page's review score and ``needs_review``.
 
 Everything here is cheap (a few milliseconds a page): the page is opened once, its ink is
-measured on a 36 dpi grey rendering, and its text layer read once.
+measured on a 36 dpi grey rendering, and its text layer read once. The one exception is the
+table finder behind ``merged_cells`` (tens of milliseconds), run only on a text-layer page
+whose output has a table with an empty cell.
 """
 
 from __future__ import annotations
