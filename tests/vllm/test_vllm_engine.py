@@ -77,7 +77,7 @@ def decode(checkpoint: Path, preset: str, tmp_path: Path, env: dict | None = Non
     """The pages through ``VllmEngine`` with ``preset``, in a process of its own."""
     out = tmp_path / f"{preset}.json"
     started = time.monotonic()
-    subprocess.run(
+    completed = subprocess.run(
         [
             sys.executable,
             str(REPOSITORY / "tests/vllm/decode_pages.py"),
@@ -86,11 +86,17 @@ def decode(checkpoint: Path, preset: str, tmp_path: Path, env: dict | None = Non
             str(out),
         ],
         env={**os.environ, **CPU_ENV, **(env or {})},
-        check=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         timeout=900,
     )
+    # Shown by pytest when the test fails, and read by the tests that check what vLLM said.
+    sys.stdout.write(completed.stdout)
+    completed.check_returncode()
     result = json.loads(out.read_text())
     result["wall_seconds"] = round(time.monotonic() - started, 1)
+    result["log"] = completed.stdout
     return result
 
 
@@ -191,6 +197,9 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
         if preset != "ngram-k3":
             assert run["status"]["draft_glue"] == "folio"
             assert run["status"]["registered_glue"] == "folio"
+            # The draft reads the page as the decoder did, not the <image> token's embedding.
+            assert "FastMTP draft reads the page's features" in run["log"], preset
+            assert "does not support external multimodal embeddings" not in run["log"]
             # The draft is a copy of the decoder's own prediction: vLLM must accept its drafts.
             assert counters["acceptance_rate"] > 0, (preset, counters)
             assert counters["mean_acceptance_length"] > 1

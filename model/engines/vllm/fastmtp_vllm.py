@@ -48,10 +48,14 @@ from vllm.config.speculative import SpeculativeConfig
 from vllm.model_executor.model_loader.weight_utils import default_weight_loader
 from vllm.model_executor.models.deepseek_mtp import DeepSeekMTP
 from vllm.model_executor.models.deepseek_ocr import DeepseekOCRForCausalLM
+from vllm.model_executor.models.interfaces import SupportsMultiModalEmbeddings
+from vllm.model_executor.models.utils import _merge_multimodal_embeddings
 
 from model.fastmtp.loader import DraftLoadError, block_name
 
-logger = logging.getLogger(__name__)
+# A child of vLLM's logger: these lines are written where vLLM writes its own, in every process
+# vLLM spawns (a logger of Folio's own has no handler in vLLM's engine-core process).
+logger = logging.getLogger("vllm.folio.fastmtp")
 
 DRAFT_ARCHITECTURE = "FolioDeepseekOCRFastMTP"
 # The draft's ``architectures``: see ``draft_config``.
@@ -123,11 +127,46 @@ def _upstream_override() -> Callable[[Any], Any]:
 # --- the draft model ----------------------------------------------------------------------------
 
 
-class FolioDeepseekOCRFastMTP(DeepSeekMTP):
-    """vLLM's DeepSeek MTP draft, loading a FastMTP head out of a DeepSeek-OCR checkpoint."""
+class FolioDeepseekOCRFastMTP(DeepSeekMTP, SupportsMultiModalEmbeddings):
+    """vLLM's DeepSeek MTP draft, loading a FastMTP head out of a DeepSeek-OCR checkpoint.
+
+    It reads the page as the decoder did: at image positions, the page's features, not the
+    ``<image>`` token's embedding. vLLM's proposer hands a draft the target's multimodal
+    embeddings only when the draft says it merges them (``supports_multimodal_embeddings``;
+    otherwise it logs "using text-only draft inputs", ``load_model`` in
+    vllm/v1/spec_decode/llm_base_proposer.py), and then calls ``embed_input_ids`` with them
+    for the prefill (``build_model_inputs_first_pass``), as it does for vLLM's own multimodal
+    MTP drafts (e.g. ``BailingMoeV3MTPModel``)."""
 
     def __init__(self, *, vllm_config: Any, prefix: str = "") -> None:
         super().__init__(vllm_config=_as_draft(vllm_config), prefix=prefix)
+        self._read_features = False  # said once in the log, for the runbook and the tier
+
+    def embed_input_ids(
+        self,
+        input_ids: torch.Tensor,
+        multimodal_embeddings: Any = None,
+        *,
+        is_multimodal: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The draft's token embeddings, with the page's features over the image positions."""
+        embeds: torch.Tensor = super().embed_input_ids(input_ids)
+        if multimodal_embeddings is None or len(multimodal_embeddings) == 0:
+            return embeds
+        if is_multimodal is None:
+            raise ValueError("page features without the mask of their positions")
+        if not self._read_features:
+            self._read_features = True
+            logger.info(
+                "FastMTP draft reads the page's features at %d image positions",
+                int(is_multimodal.sum()),
+            )
+        merged: torch.Tensor = _merge_multimodal_embeddings(
+            inputs_embeds=embeds,
+            multimodal_embeddings=multimodal_embeddings,
+            is_multimodal=is_multimodal,
+        )
+        return merged
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         layer = self.model.mtp_start_layer_idx  # == the decoder's num_hidden_layers
