@@ -3,15 +3,17 @@ cancel and delete."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+from collections.abc import Callable
 from pathlib import PurePath
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import mark_safe
@@ -199,16 +201,26 @@ def _download_refusal(request, job: Job):
     return None
 
 
+def finished_job_download(view: Callable[[HttpRequest, Job], HttpResponse]):
+    """A download of the user's own finished job: another user's is a 404, one still running
+    or expired gets the page that says so; the view is handed the job."""
+
+    @login_required
+    @functools.wraps(view)
+    def download(request: HttpRequest, job_id) -> HttpResponse:
+        job = _owned_job(request, job_id)
+        refusal = _download_refusal(request, job)
+        return refusal if refusal is not None else view(request, job)
+
+    return download
+
+
 def _stem(job: Job) -> str:
     return PurePath(job.document.original_name).stem or "document"
 
 
-@login_required
-def download_markdown(request, job_id):
-    job = _owned_job(request, job_id)
-    refusal = _download_refusal(request, job)
-    if refusal is not None:
-        return refusal
+@finished_job_download
+def download_markdown(request, job: Job):
     return attachment_response(
         job_selectors.job_markdown(job=job),
         content_type="text/markdown; charset=utf-8",
@@ -216,36 +228,24 @@ def download_markdown(request, job_id):
     )
 
 
-@login_required
-def download_blocks(request, job_id):
-    job = _owned_job(request, job_id)
-    refusal = _download_refusal(request, job)
-    if refusal is not None:
-        return refusal
+@finished_job_download
+def download_blocks(request, job: Job):
     body = json.dumps(job_outputs.job_blocks(job=job), ensure_ascii=False, indent=2)
     return attachment_response(
         body, content_type="application/json", filename=f"{_stem(job)}.blocks.json"
     )
 
 
-@login_required
-def download_chunks(request, job_id):
-    job = _owned_job(request, job_id)
-    refusal = _download_refusal(request, job)
-    if refusal is not None:
-        return refusal
+@finished_job_download
+def download_chunks(request, job: Job):
     body = json.dumps(job_outputs.job_chunks(job=job), ensure_ascii=False, indent=2)
     return attachment_response(
         body, content_type="application/json", filename=f"{_stem(job)}.chunks.json"
     )
 
 
-@login_required
-def download_pdf(request, job_id):
-    job = _owned_job(request, job_id)
-    refusal = _download_refusal(request, job)
-    if refusal is not None:
-        return refusal
+@finished_job_download
+def download_pdf(request, job: Job):
     try:
         stored = job_outputs.searchable_pdf_stored(job=job, wait=settings.FOLIO_SEARCHABLE_PDF_WAIT)
     except job_outputs.OutputUnavailable as exc:
@@ -288,12 +288,8 @@ def download_pdf(request, job_id):
     )
 
 
-@login_required
-def download_zip(request, job_id):
-    job = _owned_job(request, job_id)
-    refusal = _download_refusal(request, job)
-    if refusal is not None:
-        return refusal
+@finished_job_download
+def download_zip(request, job: Job):
     return attachment_response(
         services.result_zip(job=job, stem=_stem(job)),
         content_type="application/zip",
