@@ -111,15 +111,31 @@ def submit(
     )
 
 
-def submit_url(url: str, *, pages: str | None, engine: str | None) -> Call:
+def submit_url(
+    url: str,
+    *,
+    pages: str | None,
+    engine: str | None,
+    table_format: str | None = None,
+    speaker_notes: bool = False,
+    comments: bool = False,
+) -> Call:
     """The jobs API takes files only; a URL goes through the Reader endpoint, asked to answer
-    at once with the job's id (``Prefer: respond-async``)."""
+    at once with the job's id (``Prefer: respond-async``), with the same options as an upload
+    in the Reader body's names."""
     headers = {"Prefer": "respond-async", "Accept": "application/json"}
     if pages:
         headers["X-Page"] = pages
     if engine:
         headers["X-Respond-With"] = engine
-    return Call("POST", "/", json={"url": url}, headers=headers)
+    body: dict[str, Any] = {"url": url}
+    if table_format:
+        body["tableFormat"] = table_format
+    if speaker_notes:
+        body["speakerNotes"] = True
+    if comments:
+        body["comments"] = True
+    return Call("POST", "/", json=body, headers=headers)
 
 
 def job_id_of_accepted(response: httpx.Response) -> str:

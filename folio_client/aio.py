@@ -115,10 +115,24 @@ class AsyncClient:
         return _calls.parse_job(await self._send(call))
 
     async def submit_url(
-        self, url: str, *, pages: str | None = None, engine: str | None = None
+        self,
+        url: str,
+        *,
+        pages: str | None = None,
+        engine: str | None = None,
+        table_format: str | None = None,
+        speaker_notes: bool = False,
+        comments: bool = False,
     ) -> Job:
-        accepted = await self._send(_calls.submit_url(url, pages=pages, engine=engine))
-        return await self.job(_calls.job_id_of_accepted(accepted))
+        call = _calls.submit_url(
+            url,
+            pages=pages,
+            engine=engine,
+            table_format=table_format,
+            speaker_notes=speaker_notes,
+            comments=comments,
+        )
+        return await self.job(_calls.job_id_of_accepted(await self._send(call)))
 
     async def job(self, job_id: str) -> Job:
         return _calls.parse_job(await self._send(_calls.job(job_id)))

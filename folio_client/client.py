@@ -140,10 +140,27 @@ class Client:
         )
         return _calls.parse_job(self._send(call))
 
-    def submit_url(self, url: str, *, pages: str | None = None, engine: str | None = None) -> Job:
-        """Have the server fetch a document from a URL (through the Reader endpoint)."""
-        accepted = self._send(_calls.submit_url(url, pages=pages, engine=engine))
-        return self.job(_calls.job_id_of_accepted(accepted))
+    def submit_url(
+        self,
+        url: str,
+        *,
+        pages: str | None = None,
+        engine: str | None = None,
+        table_format: str | None = None,
+        speaker_notes: bool = False,
+        comments: bool = False,
+    ) -> Job:
+        """Have the server fetch a document from a URL (through the Reader endpoint); the
+        options are ``submit``'s."""
+        call = _calls.submit_url(
+            url,
+            pages=pages,
+            engine=engine,
+            table_format=table_format,
+            speaker_notes=speaker_notes,
+            comments=comments,
+        )
+        return self.job(_calls.job_id_of_accepted(self._send(call)))
 
     def job(self, job_id: str) -> Job:
         return _calls.parse_job(self._send(_calls.job(job_id)))

@@ -199,6 +199,33 @@ def test_speaker_notes_and_comments_are_asked_for_by_the_sdk(folio, worker, tmp_
     assert "*Speaker notes:* Some notes on the second slide." in folio.result_markdown(noted.id)
 
 
+@with_server
+def test_a_url_is_submitted_with_the_options_of_an_upload(live_server, key):
+    from django.test import override_settings
+
+    from tests.document_server import document_server
+    from webapp.jobs.models import Job
+
+    with (
+        document_server() as base,
+        override_settings(FOLIO_SSRF_ALLOW=["127.0.0.1"]),
+        Client(live_server.url, key, retry=FAST) as folio,
+    ):
+        plain = folio.submit_url(f"{base}/report.pdf", pages="1")
+        asked = folio.submit_url(
+            f"{base}/report.pdf", pages="1", table_format="html", speaker_notes=True, comments=True
+        )
+
+    options = {str(job.pk): job.options for job in Job.objects.all()}
+    assert plain.id != asked.id and plain.page_selection == asked.page_selection == "1"
+    assert (options[plain.id]["table_format"], options[asked.id]["table_format"]) == (
+        "auto",
+        "html",
+    )
+    assert "speaker_notes" not in options[plain.id] and "comments" not in options[plain.id]
+    assert options[asked.id]["speaker_notes"] is True and options[asked.id]["comments"] is True
+
+
 class ReadRecorder:
     """A binary file that remembers how much each read asked for."""
 
