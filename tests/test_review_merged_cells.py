@@ -101,3 +101,13 @@ def test_the_google_docs_table_whose_merged_cells_came_out_empty_is_flagged():
     quality = report(GOOGLE_DOC.read_bytes(), markdown)
     found = signal(quality, "merged_cells")
     assert found is not None and not found["ok"] and found["value"] == 3.0, quality
+
+
+def test_a_table_finder_that_fails_leaves_the_page_its_other_signals(monkeypatch):
+    def broken(_page):
+        raise ValueError("a drawing the table finder cannot take")
+
+    monkeypatch.setattr(signals, "page_grids", broken)
+    quality = report(ruled_table(merged=True), pipe("|Rainfall|Both 40 mm||"))
+    assert signal(quality, "merged_cells") is None  # not judged
+    assert signal(quality, "text_layer") is not None  # the page was still measured

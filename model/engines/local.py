@@ -255,7 +255,11 @@ class LocalEngine:
         ]
         # Ink in the kept lines that no recognised word covers (a script the models cannot
         # read beside one they can, on the same line); outside the lock, from the pixels.
-        stretches = unread_stretches(pixels, raw, TEXT_SCORE)
+        try:
+            stretches = unread_stretches(pixels, raw, TEXT_SCORE)
+        except Exception:  # a measurement for the review flag must not fail the page's reading
+            logger.warning("unread stretches not measured", exc_info=True)
+            stretches = None
         return markdown, rotation, _mean_confidence(output), layout, lines, unread, stretches
 
     def _engines(self) -> tuple[Any, Any]:

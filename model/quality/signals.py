@@ -296,12 +296,22 @@ def _pdf_facts(page: PageInput, *, find_grids: bool) -> PageFacts:
             pix = pdf_page.get_pixmap(dpi=INK_DPI, colorspace=pymupdf.csGRAY, alpha=False)
             ink = _ink(pix.samples)
             usable = _usable_text_layer(text)
-            grids = page_grids(pdf_page) if find_grids and usable else None
+            grids = _page_grids(pdf_page, page.page_number) if find_grids and usable else None
         finally:
             doc.close()
     if not usable:
         return PageFacts(ink=ink, text_layer=None)
     return PageFacts(ink=ink, text_layer=text, lines=pdf_lines(layout), width=width, grids=grids)
+
+
+def _page_grids(pdf_page: pymupdf.Page, number: int) -> list[Grid] | None:
+    # The table finder is PyMuPDF's heuristics on arbitrary drawings: if it fails, the page
+    # keeps its other signals and this one is not judged.
+    try:
+        return page_grids(pdf_page)
+    except Exception:
+        logger.warning("page %s: the table finder failed; merged cells not judged", number)
+        return None
 
 
 def _usable_text_layer(text: str) -> bool:
