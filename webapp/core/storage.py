@@ -1,5 +1,6 @@
 """What the processes ask of the file storage besides reading and writing files: is it there
-(start-up and readiness), make the bucket (first start), delete a folder (retention)."""
+(start-up and readiness), make the bucket (first start), delete a folder (retention), and
+hold one content-addressed file while it is taken or let go."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.storage import default_storage
+from django.db import connection
 
 
 def _s3_storage() -> Any:
@@ -121,3 +123,22 @@ def tree_delete(prefix: str) -> int:
         with contextlib.suppress(OSError):
             os.rmdir(default_storage.path(prefix))
     return deleted
+
+
+def stored_content_lock(sha256: str) -> None:
+    """Hold, until the current transaction ends, the lock on the stored file of these bytes.
+
+    Files are shared by content, and each side of a race checks before it acts: a submission
+    finds the file already there and reuses it, while a deletion finds no committed document
+    that needs it. Without the lock, a deletion between the submission's check and its
+    commit takes the file from under the document it is writing. With it, a submission
+    holds the lock from its check to its commit and a deletion from its check to its delete,
+    so one waits for the other. A PostgreSQL advisory lock; SQLite, the single-machine
+    embedded mode, goes without."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("stored_content_lock is held by a transaction: call it inside one")
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        # 60 bits of the digest: a bigint key, and a collision only makes two files share a lock.
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(sha256[:15], 16)])

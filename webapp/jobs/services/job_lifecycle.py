@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from webapp.core.storage import stored_content_lock
 from webapp.core.storage import tree_delete as storage_tree_delete
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.services.page_lifecycle import retention_expiry
@@ -61,12 +62,15 @@ def stored_files_delete_unused(*, names) -> int:
     content between users, so one user's deletion must not take another's file)."""
     deleted = 0
     for name in set(names):
-        if Document.objects.filter(file=name, file_deleted_at__isnull=True).exists():
-            continue
-        default_storage.delete(name)
+        sha256 = PurePath(name).stem
+        with transaction.atomic():
+            stored_content_lock(sha256)  # a submission taking this file commits first
+            if Document.objects.filter(file=name, file_deleted_at__isnull=True).exists():
+                continue
+            default_storage.delete(name)
         # What was read from the file goes with it: a deleted or expired document must not
         # be answered from the result cache.
-        cached_pages_forget(sha256=PurePath(name).stem)
+        cached_pages_forget(sha256=sha256)
         deleted += 1
     return deleted
 

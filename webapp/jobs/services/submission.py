@@ -26,6 +26,7 @@ from model.engines.registry import UnknownEngine, engine_names, engine_spec
 from model.formats.types import format_of
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
+from webapp.core.storage import stored_content_lock
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_enqueue
@@ -255,23 +256,27 @@ def job_create(
         pages=len(submission.page_numbers),
         cached=list(hits.values()),
     )
-    stored_name, stored_now = _store_content(
-        submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
-    )
-    if stored_now and fresh is not None:
-        fresh.append(stored_name)
-    try:
-        job, document, pages = _job_write(submission, stored_name=stored_name, hits=hits)
-    except IntegrityError:
-        # Two requests with one idempotency key raced; the other one made the job.
-        replay = submission.idempotency_key and _idempotent_replay(
-            owner=submission.owner,
-            key=submission.idempotency_key,
-            fingerprint=submission.fingerprint,
+    with transaction.atomic():
+        # From finding the file stored to the document that needs it committed, no deletion
+        # of unused files can take it (``stored_content_lock``).
+        stored_content_lock(submission.sha256)
+        stored_name, stored_now = _store_content(
+            submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
         )
-        if not replay:
-            raise
-        return replay
+        if stored_now and fresh is not None:
+            fresh.append(stored_name)
+        try:
+            job, document, pages = _job_write(submission, stored_name=stored_name, hits=hits)
+        except IntegrityError:
+            # Two requests with one idempotency key raced; the other one made the job.
+            replay = submission.idempotency_key and _idempotent_replay(
+                owner=submission.owner,
+                key=submission.idempotency_key,
+                fingerprint=submission.fingerprint,
+            )
+            if not replay:
+                raise
+            return replay
     logger.info(
         "job %s: %d pages of %s with %s", job.id, len(pages), document.id, submission.engine
     )
