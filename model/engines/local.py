@@ -24,6 +24,7 @@ from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
+from model.engines.line_reread import reread_doubtful
 from model.engines.ocr_coverage import unread_stretches
 from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
@@ -85,7 +86,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-7"
+    version: ClassVar[str] = "local-8"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -214,13 +215,20 @@ class LocalEngine:
             # read with its usual confidence, as before.
             raw = ocr(pixels, return_word_box=page_size is not None, text_score=0.0)
             output = _read_confidently(raw)
-            unread = output.unread
             boxes = _boxes(output)
             if not boxes:
-                return "", 0, None, None, [], unread, None
+                return "", 0, None, None, [], output.unread, None
             rotation = _page_rotation(boxes, pixels, classifier)
             if rotation == 180 and not _reads_better_turned(boxes, pixels, self._recognizer()):
                 rotation = 0
+            # RapidOCR's classifier turns single lines over on its own; a doubtful line is
+            # read again the way the page reads (``line_reread``).
+            again = reread_doubtful(raw, pixels, rotation, self._recognizer(), _crop_line)
+            if again is not raw:
+                output = _read_confidently(again)
+                boxes = _boxes(output)
+                raw = again
+            unread = output.unread
         height, width = pixels.shape[:2]
         upright = [_unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
@@ -585,6 +593,14 @@ def _reads_better_turned(boxes: list[TextBox], pixels: np.ndarray, reader: Any) 
         as_is += _read_score(reader, crop)
         turned += _read_score(reader, np.ascontiguousarray(np.rot90(crop, 2)))
     return turned > as_is
+
+
+def _crop_line(pixels: np.ndarray, quad: np.ndarray) -> np.ndarray:
+    """A line's four-cornered box cut out of the page and set level, as RapidOCR cuts it
+    for its recognizer."""
+    from rapidocr.utils.process_img import get_rotate_crop_image
+
+    return np.asarray(get_rotate_crop_image(pixels, quad))
 
 
 def _read_score(reader: Any, crop: np.ndarray) -> float:
