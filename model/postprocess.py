@@ -15,6 +15,8 @@ from typing import Any
 
 from PIL import Image
 
+from model.ruled_grid import RuledPage, cells_html, ruled_cells
+
 # --- Markdown from a text layer ----------------------------------------------------------------
 
 # pymupdf4llm's own markers: page separators, and placeholders for pictures it did not keep.
@@ -141,12 +143,15 @@ def boxes_to_markdown(
     drop_running: bool = False,
     table_format: str = "markdown",
     skew_degrees: float = 0.0,
+    ruling: RuledPage | None = None,
 ) -> str:
     """Paragraphs and tables in reading order: top to bottom, left to right, and for a page
     set in two columns, the left column before the right one between full-width blocks.
     With ``drop_running`` (and the page's height), page numbers and other running lines in
     the top and bottom margins are left out. ``skew_degrees`` is how far the page's lines
-    slope (``skew_of``): the layout is worked out on the lines turned level."""
+    slope (``skew_of``): the layout is worked out on the lines turned level. ``ruling`` (the
+    page's pixels, ``model.ruled_grid``) tells a ruled table's merged cells, which ``auto``
+    and ``html`` tables then write with ``colspan``."""
     paragraphs = boxes_to_paragraphs(
         boxes,
         page_width,
@@ -154,6 +159,7 @@ def boxes_to_markdown(
         drop_running=drop_running,
         table_format=table_format,
         skew_degrees=skew_degrees,
+        ruling=ruling,
     )
     if not paragraphs:
         return ""
@@ -168,6 +174,7 @@ def boxes_to_paragraphs(
     drop_running: bool = False,
     table_format: str = "markdown",
     skew_degrees: float = 0.0,
+    ruling: RuledPage | None = None,
 ) -> list[tuple[str, list[TextBox]]]:
     """The paragraphs (and tables) ``boxes_to_markdown`` writes, each with the boxes it was
     read from (the page's layout blocks are built from them: the boxes as given, not as
@@ -189,7 +196,7 @@ def boxes_to_paragraphs(
         for kind, lines in _column_blocks(column):
             members = [original.get(box, box) for line in lines for box in line.boxes]
             if kind == "table":
-                out.append((_table_markdown(lines, table_format), members))
+                out.append((_table_markdown(lines, table_format, ruling), members))
             else:
                 out.append((_paragraph_markdown(lines, typical), members))
     return out
@@ -384,7 +391,7 @@ def _column_of(box: TextBox, columns: list[list[float]]) -> int:
     return max(range(len(columns)), key=lambda i: (overlaps[i], -abs(box.cx - sum(columns[i]) / 2)))
 
 
-def _table_markdown(rows: list[_Line], table_format: str) -> str:
+def _table_markdown(rows: list[_Line], table_format: str, ruling: RuledPage | None = None) -> str:
     columns = [list(c) for c in _table_columns(rows) or []]
     grid = []
     for row in rows:
@@ -392,6 +399,15 @@ def _table_markdown(rows: list[_Line], table_format: str) -> str:
         for box in row.boxes:
             cells[_column_of(box, columns)] = " ".join(box.text.split())
         grid.append(cells)
+    if ruling is not None and table_format != "markdown":
+        # A ruled table's rules say which lines are one row and which cells are one.
+        bands = [(row.y0, row.y1) for row in rows]
+        spans = [(c[0], c[1]) for c in columns]
+        ruled = ruled_cells(bands, spans, grid, ruling)
+        if ruled is not None and any(c.colspan > 1 or c.rowspan > 1 for r in ruled for c in r):
+            return cells_html(ruled)
+        if ruled is not None:
+            grid = [[cell.text for cell in row] for row in ruled]
     if table_format == "html":
         rows_html = ("".join(f"<td>{html.escape(c)}</td>" for c in cells) for cells in grid)
         return "<table>" + "".join(f"<tr>{r}</tr>" for r in rows_html) + "</table>"

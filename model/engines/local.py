@@ -44,6 +44,7 @@ from model.rtl import (
     table_cell_order,
     table_column_order,
 )
+from model.ruled_grid import ruled_page
 from model.table_format import auto_tables, html_tables
 from model.tokens import count_tokens
 
@@ -86,7 +87,7 @@ ORIENTATION_SAMPLE = 8
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-8"
+    version: ClassVar[str] = "local-9"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -244,6 +245,7 @@ class LocalEngine:
             drop_running=options.headers == "drop",
             table_format=options.table_format,
             skew_degrees=skew,
+            ruling=ruled_page(pixels, rotation, skew),
         )
         layout = None
         if page_size is not None:
