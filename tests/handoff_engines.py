@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from model.engines import handoff
 from model.engines.base import EngineOptions, PageInput, PageResult
+from model.engines.registry import Setting
 
 ENGINE = "handoff-test"
 PLAIN_TEXT = "# Freight ledger\n\nRead without speculation, no loop."
@@ -23,6 +24,8 @@ class SpeculatingEngine:
     name: ClassVar[str] = ENGINE
     version: ClassVar[str] = "handoff-1"
     max_pages_in_flight: ClassVar[int] = 1
+    # What a worker on its no-speculation queue runs with (ocr_worker/engines.py).
+    without_speculation: ClassVar[Setting] = Setting("FOLIO_TEST_SPECULATION", ("off",))
 
     def load(self) -> None:
         """Nothing to load."""

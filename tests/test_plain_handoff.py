@@ -1,8 +1,9 @@
 """A page that runs away under speculation goes to a worker started without speculation.
 
 Real worker processes on the real broker and database: one worker serves the engine's queue
-with speculation on, another (``FOLIO_TEST_SPECULATION=off``) serves only the engine's
-no-speculation queue. The engine (``tests/handoff_engines.py``) asks to hand every page over,
+with speculation on, another serves only the engine's no-speculation queue, and turns the
+engine's speculation off itself (``FOLIO_TEST_SPECULATION=off``, the engine's
+``without_speculation``). The engine (``tests/handoff_engines.py``) asks to hand every page over,
 as the vLLM engine does for a runaway under speculation; the worker hands it over when a live
 worker consumes that queue, and keeps the page as the engine left it when none does.
 """
@@ -65,7 +66,8 @@ def test_without_a_plain_worker_the_page_stays_as_the_engine_left_it(api, specul
 
 @pytest.mark.slow
 def test_a_runaway_page_is_decoded_again_by_the_worker_without_speculation(api, speculating_worker):
-    env = {"FOLIO_EXTRA_ENGINES": extra_engines_value(), "FOLIO_TEST_SPECULATION": "off"}
+    # Not told to decode without speculation: consuming the no-speculation queue is enough.
+    env = {"FOLIO_EXTRA_ENGINES": extra_engines_value()}
     with WorkerProcess(queues=plain_queue(ENGINE), env=env) as plain_worker:
         assert serves_plain(ENGINE, fresh=True) is True
         # It takes only handed-over pages: its queue is not an engine of its own.

@@ -170,6 +170,7 @@ def _spec_of_class(name: str, path: str) -> EngineSpec:
         pages_in_flight=getattr(engine, "max_pages_in_flight", 1),
         exclusive_worker=getattr(engine, "exclusive_worker", False),
         min_input_tokens_per_page=getattr(engine, "min_input_tokens_per_page", 0),
+        without_speculation=getattr(engine, "without_speculation", None),
     )
 
 
