@@ -25,10 +25,12 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m tests.stack $(PYTEST_ARGS)
 
-# The edit-run loop: every test not marked slow (no worker processes, no browser), four at a
-# time: most of their time is spent waiting on PostgreSQL and sockets, not on the CPU.
+# The edit-run loop: every test not marked slow (no worker processes, no browser), one
+# pytest-xdist process per CPU, at most eight (tests/parallel_env.py gives each its own Redis
+# database, 15 down to 8).
 test-fast: $(VENV)/.installed-test
-	FOLIO_TEST_TIER=fast $(BIN)/python -m tests.stack -m "not slow" -n 4 $(PYTEST_ARGS)
+	FOLIO_TEST_TIER=fast $(BIN)/python -m tests.stack -m "not slow" -n auto --maxprocesses 8 \
+		$(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

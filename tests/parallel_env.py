@@ -13,8 +13,6 @@ import os
 import re
 from pathlib import Path
 
-REDIS_DATABASES = 16
-
 
 def worker_index() -> int | None:
     match = re.fullmatch(r"gw(\d+)", os.environ.get("PYTEST_XDIST_WORKER", ""))
@@ -22,12 +20,18 @@ def worker_index() -> int | None:
 
 
 def broker_for_worker(url: str, index: int) -> str:
-    """``redis://host:port/15`` for gw0, ``.../14`` for gw1, and so on downwards."""
+    """``redis://host:port/15`` for gw0, ``.../14`` for gw1, and so on downwards (never
+    round to the top: database 0 is the default of a service running beside the tests)."""
     match = re.fullmatch(r"(rediss?://[^/]+)(?:/(\d+))?", url)
     if match is None:
         raise RuntimeError(f"parallel tests need a redis:// broker URL, not {url!r}")
-    database = (int(match.group(2) or 0) - index) % REDIS_DATABASES
-    return f"{match.group(1)}/{database}"
+    first = int(match.group(2) or 0)
+    if index > first:
+        raise RuntimeError(
+            f"test process gw{index} would need Redis database {first - index}: give the "
+            "tests a broker URL with a higher database number, or fewer processes (-n)"
+        )
+    return f"{match.group(1)}/{first - index}"
 
 
 index = worker_index()

@@ -39,9 +39,9 @@ def serial(argv: list[str]) -> list[str]:
     for arg in argv:
         if skip:
             skip = False
-        elif arg == "-n":
-            skip = True
-        elif not arg.startswith(("-n=", "--numprocesses")):
+        elif arg in ("-n", "--numprocesses"):
+            skip = True  # its value follows
+        elif not arg.startswith(("-n", "--numprocesses=")):  # -n4, -nauto, -n=4
             kept.append(arg)
     if kept != argv:
         print("tests: the embedded broker has one database, so the tests run one at a time")
