@@ -20,18 +20,19 @@ def worker_index() -> int | None:
 
 
 def broker_for_worker(url: str, index: int) -> str:
-    """``redis://host:port/15`` for gw0, ``.../14`` for gw1, and so on downwards (never
-    round to the top: database 0 is the default of a service running beside the tests)."""
+    """``redis://host:port/15`` for gw0, ``.../14`` for gw1, and so on downwards, never to
+    database 0: that is the default of a service that may be running beside the tests."""
     match = re.fullmatch(r"(rediss?://[^/]+)(?:/(\d+))?", url)
     if match is None:
         raise RuntimeError(f"parallel tests need a redis:// broker URL, not {url!r}")
     first = int(match.group(2) or 0)
-    if index > first:
+    database = first - index
+    if index and database < 1:
         raise RuntimeError(
-            f"test process gw{index} would need Redis database {first - index}: give the "
-            "tests a broker URL with a higher database number, or fewer processes (-n)"
+            f"test process gw{index} would need Redis database {database}: give the tests a "
+            "broker URL with a higher database number, or fewer processes (-n)"
         )
-    return f"{match.group(1)}/{first - index}"
+    return f"{match.group(1)}/{database}"
 
 
 index = worker_index()
