@@ -51,12 +51,14 @@ def block_id(page: int, index: int) -> str:
     return f"p{page}-b{index}"
 
 
+def _stored_layout(page: Page) -> PageLayout | None:
+    """The page's layout as its worker saved it; ``None`` where it holds none."""
+    return PageLayout.from_dict(page.layout) if page.layout.get("blocks") is not None else None
+
+
 def _layouts(job: Job) -> list[tuple[Page, PageLayout | None]]:
     pages = job_pages(job=job).only("number", "status", "layout", "error")
-    return [
-        (page, PageLayout.from_dict(page.layout) if page.layout.get("blocks") is not None else None)
-        for page in pages
-    ]
+    return [(page, _stored_layout(page)) for page in pages]
 
 
 def job_blocks(*, job: Job) -> dict:
@@ -164,13 +166,9 @@ def job_page_texts(*, job_id) -> tuple[str, list[PageText]]:
     fingerprint = builds.pages_fingerprint(
         (page.number, page.status, page.finished_at) for page in pages
     )
+    succeeded = Page.Status.SUCCEEDED
     texts = [
-        PageText(
-            page.number,
-            PageLayout.from_dict(page.layout)
-            if page.status == Page.Status.SUCCEEDED and page.layout.get("blocks") is not None
-            else None,
-        )
+        PageText(page.number, _stored_layout(page) if page.status == succeeded else None)
         for page in pages
     ]
     return fingerprint, texts

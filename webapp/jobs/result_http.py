@@ -13,7 +13,7 @@ from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
-from webapp.core.downloads import stored_attachment_response
+from webapp.core.downloads import still_preparing, stored_attachment_response
 from webapp.core.errors import ApiError, conflict, error_body, unprocessable
 from webapp.jobs import outputs, selectors
 from webapp.jobs.serializers import (
@@ -97,10 +97,9 @@ def searchable_pdf_response(job) -> HttpResponseBase:
 def preparing_response(message: str) -> JsonResponse:
     """An output a worker is building: ask again after ``Retry-After`` seconds."""
     body = error_body(http_status=202, name="Accepted", detail_code=20201, message=message)
-    response = JsonResponse(body, status=202)
-    response["Retry-After"] = str(outputs.PREPARING_RETRY_AFTER)
-    response["Cache-Control"] = "no-store"
-    return response
+    return still_preparing(
+        JsonResponse(body, status=202), retry_after=outputs.PREPARING_RETRY_AFTER
+    )
 
 
 def result_query(request) -> dict:

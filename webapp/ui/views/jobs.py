@@ -20,7 +20,11 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
 from model.formats.types import has_page_images
-from webapp.core.downloads import attachment_response, stored_attachment_response
+from webapp.core.downloads import (
+    attachment_response,
+    still_preparing,
+    stored_attachment_response,
+)
 from webapp.jobs import outputs as job_outputs
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
@@ -164,9 +168,7 @@ def page_image(request, job_id, number: int):
         waiting = HttpResponse(
             f"Not drawn yet: {exc}.", status=202, content_type="text/plain; charset=utf-8"
         )
-        waiting["Retry-After"] = "2"
-        waiting["Cache-Control"] = "no-store"
-        return waiting
+        return still_preparing(waiting, retry_after=2)
     except services.PageImageUnavailable as exc:
         raise Http404(f"The page image is not available: {exc}.") from exc
     response = FileResponse(stored, content_type="image/jpeg")
@@ -280,9 +282,7 @@ def download_pdf(request, job: Job):
             },
             status=202,
         )
-        waiting["Retry-After"] = str(job_outputs.PREPARING_RETRY_AFTER)
-        waiting["Cache-Control"] = "no-store"
-        return waiting
+        return still_preparing(waiting, retry_after=job_outputs.PREPARING_RETRY_AFTER)
     return stored_attachment_response(
         stored, content_type="application/pdf", filename=job_outputs.pdf_filename(job)
     )
