@@ -109,7 +109,7 @@ def main() -> None:
                         )
                         plain.append(timed(engine._ocr_read, image)[0])
                         seconds, read = timed(engine._ocr_read, image, page_size=size)
-                        layout = read[3]
+                        layout = read.layout
                     full.append(seconds)
                 layouts.append((number, layout))
                 entry = sums[kind]

@@ -84,6 +84,25 @@ SPREAD_MIN_LINES = 5
 ORIENTATION_SAMPLE = 8
 
 
+@dataclass(frozen=True)
+class OcrReading:
+    """What one OCR pass over a page image gives."""
+
+    markdown: str
+    rotation: int  # clockwise, 0/90/180/270: how the page was found turned
+    # Mean recognition confidence over the lines, weighted by their length (a quality
+    # signal: noisy and blurred scans score visibly lower); None with no line read.
+    confidence: float | None
+    layout: PageLayout | None  # blocks and words, where the page's size in points is known
+    # The lines, upright, as [x0, y0, x1, y1, confidence, text], for the quality signals that
+    # judge line by line.
+    lines: list[list[Any]]
+    unread: float  # share of the detected text (by area) that could not be read at all
+    # Stretches of ink in read lines that no recognised word covers
+    # (``model.engines.ocr_coverage``); None without word boxes.
+    stretches: list[list[Any]] | None
+
+
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
@@ -166,31 +185,29 @@ class LocalEngine:
         options: EngineOptions,
     ) -> PageResult:
         started = time.perf_counter()
-        markdown, rotation, confidence, layout, lines, unread, stretches = self._ocr_read(
-            image, page_size=page_size, options=options
-        )
-        result = _result(markdown, "ocr", render_seconds, time.perf_counter() - started)
-        result.layout = layout
-        result.extra["rotation"] = rotation
-        result.extra["unread_share"] = unread
-        result.extra["extraction_notes"] = _unread_notes(unread)
-        if stretches is not None:
+        reading = self._ocr_read(image, page_size=page_size, options=options)
+        result = _result(reading.markdown, "ocr", render_seconds, time.perf_counter() - started)
+        result.layout = reading.layout
+        result.extra["rotation"] = reading.rotation
+        result.extra["unread_share"] = reading.unread
+        result.extra["extraction_notes"] = _unread_notes(reading.unread)
+        if reading.stretches is not None:
             # The ``coverage`` signal reads them: text skipped inside a line that was read.
-            result.extra["unread_stretches"] = stretches
-        if confidence is not None:
-            result.extra["ocr_confidence"] = confidence
-        if lines:
+            result.extra["unread_stretches"] = reading.stretches
+        if reading.confidence is not None:
+            result.extra["ocr_confidence"] = reading.confidence
+        if reading.lines:
             # The quality signals read the lines: confidence line by line, column order.
-            result.extra["ocr_lines"] = lines
-            upright_width = image.height if rotation in (90, 270) else image.width
-            result.extra["ocr_width"] = float(upright_width)
+            result.extra["ocr_lines"] = reading.lines
+            sideways = reading.rotation in (90, 270)
+            result.extra["ocr_width"] = float(image.height if sideways else image.width)
         return result
 
     def ocr_image(self, image: Image.Image) -> tuple[str, int]:
         """Markdown read from an upright-or-not page image, and the clockwise rotation (0, 90,
         180, 270) the page was found in."""
-        markdown, rotation, *_ = self._ocr_read(image)
-        return markdown, rotation
+        reading = self._ocr_read(image)
+        return reading.markdown, reading.rotation
 
     def _ocr_read(
         self,
@@ -198,16 +215,8 @@ class LocalEngine:
         *,
         page_size: tuple[float, float] | None = None,
         options: EngineOptions | None = None,
-    ) -> tuple[
-        str, int, float | None, PageLayout | None, list[list[Any]], float, list[list[Any]] | None
-    ]:
-        """… and the mean recognition confidence over its lines, weighted by their length
-        (a quality signal: noisy and blurred scans score visibly lower), and with a
-        ``page_size`` in points, the page's layout (blocks and words); and the lines
-        themselves, upright, as ``[x0, y0, x1, y1, confidence, text]`` for the quality
-        signals that judge line by line; and the share of the detected text (by area) that
-        could not be read at all; and the stretches of ink in read lines that no recognised
-        word covers (``model.engines.ocr_coverage``; None without word boxes)."""
+    ) -> OcrReading:
+        """The page image read by OCR; its layout only with a ``page_size`` in points."""
         pixels = np.asarray(image.convert("RGB"))
         with self._ocr_lock:
             ocr, classifier = self._engines()
@@ -218,7 +227,7 @@ class LocalEngine:
             output = _read_confidently(raw)
             boxes = _boxes(output)
             if not boxes:
-                return "", 0, None, None, [], output.unread, None
+                return OcrReading("", 0, None, None, [], output.unread, None)
             rotation = _page_rotation(boxes, pixels, classifier)
             if rotation == 180 and not _reads_better_turned(boxes, pixels, self._recognizer()):
                 rotation = 0
@@ -270,7 +279,9 @@ class LocalEngine:
         except Exception:  # a measurement for the review flag must not fail the page's reading
             logger.warning("unread stretches not measured", exc_info=True)
             stretches = None
-        return markdown, rotation, _mean_confidence(output), layout, lines, unread, stretches
+        return OcrReading(
+            markdown, rotation, _mean_confidence(output), layout, lines, unread, stretches
+        )
 
     def _engines(self) -> tuple[Any, Any]:
         # Built on first use, under the lock: a web process that only lists engines never
