@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,19 @@ def _quick_password_hashing(request):
         ]
     ):
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_worker_heartbeat_left_from_an_earlier_run(request):
+    """A run stopped half-way leaves its workers' heartbeats in this process's Redis database,
+    where they would count as serving for a while: each run starts with none."""
+    if request.config.pluginmanager.has_plugin("django"):
+        from tests.workers import forget_heartbeats
+
+        # No broker: the tests that need one say so themselves.
+        with contextlib.suppress(Exception):
+            forget_heartbeats()
+    yield
 
 
 @pytest.fixture
