@@ -46,6 +46,19 @@ def _no_worker_heartbeat_left_from_an_earlier_run(request):
 
 
 @pytest.fixture
+def one_rate_window():
+    """The clock stands still at the start of a minute. Rate limits count per clock minute, so a
+    test that sends several requests and expects the last one refused would see it accepted
+    if the host's load let the requests straddle two minutes."""
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    with time_machine.travel(datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC), tick=False):
+        yield
+
+
+@pytest.fixture
 def make_user(django_user_model):
     def make(username: str = "alice"):
         return django_user_model.objects.create_user(username=username, password="not-used-here")
