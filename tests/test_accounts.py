@@ -150,6 +150,7 @@ def test_a_job_larger_than_the_whole_daily_quota_says_to_select_fewer_pages(make
     assert not Job.objects.exists()
 
 
+@pytest.mark.usefixtures("one_rate_window")
 def test_an_idempotent_replay_does_not_count_against_the_rate_limit(make_user):
     user = make_user("ivy")
     limited(user, requests_per_minute=1)

@@ -49,7 +49,8 @@ def embedded_service(tmp_path):
             process.wait()
 
 
-def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 600) -> None:
+    # A guard against a hang, not a measure: a loaded host took minutes to load the engine.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, f"make run's process exited; see {LOG_DIR / 'embedded.log'}"

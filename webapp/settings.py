@@ -47,7 +47,7 @@ FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
 FOLIO_HTTPS = env_bool("FOLIO_HTTPS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = FOLIO_HTTPS
 SECURE_SSL_REDIRECT = FOLIO_HTTPS and env_bool("FOLIO_HTTPS_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz(/web)?$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int(
     "FOLIO_HSTS_SECONDS", 365 * 24 * 3600 if FOLIO_HTTPS else 0, minimum=0
 )
@@ -206,10 +206,14 @@ FOLIO_RESULT_CACHE_SHARED = env_bool("FOLIO_RESULT_CACHE_SHARED", False)
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
-# A job for an engine that no live worker serves is refused at submission (every API). Off
-# only where the broker cannot broadcast to workers (Celery remote control unavailable); the
+# A job for an engine that no live worker serves is refused at submission (every API); the
 # test suite turns it off by default because most tests submit with no worker running.
 FOLIO_REFUSE_UNSERVED_ENGINES = env_bool("FOLIO_REFUSE_UNSERVED_ENGINES", True)
+# Each worker writes a heartbeat (its queues and capacity) this often; a worker counts as
+# serving until its last heartbeat is older than FOLIO_WORKER_SEEN_SECONDS, so a worker starved
+# of CPU for a while, or restarted, refuses nothing (webapp/core/workers.py).
+FOLIO_WORKER_HEARTBEAT_SECONDS = env_float("FOLIO_WORKER_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+FOLIO_WORKER_SEEN_SECONDS = env_int("FOLIO_WORKER_SEEN_SECONDS", 60, minimum=1)
 # Seconds a job may wait with queued pages while no live worker serves its engine (the workers
 # left after it was queued); then its waiting pages fail with that reason.
 FOLIO_ENGINE_WAIT_LIMIT = env_int("FOLIO_ENGINE_WAIT_LIMIT", 900, minimum=1)
