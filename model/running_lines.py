@@ -113,6 +113,8 @@ def drop_lines(markdown: str, running: list[str], *, edge: int = 3) -> str:
             if not rest:
                 continue
         kept.append(line)
+    if not any(line.strip() for line in kept):
+        return markdown  # pages that are all alike (a rotated copy per page): nothing runs
     return "\n".join(kept)
 
 
