@@ -72,17 +72,13 @@ def _read(engine: LocalEngine, data: bytes):  # noqa: ANN202
 
 
 @pytest.mark.slow
-def test_a_poor_layer_gives_way_to_the_engines_own_reading(engine):
-    result = _read(engine, _scan_with_layer(POOR))
-    assert result.method == "ocr"
-    assert result.extra["ocr_layer"]["kept"] == "own-ocr"
+@pytest.mark.parametrize(
+    ("layer", "kept", "method"), [(POOR, "own-ocr", "ocr"), (LINES, "ocr-layer", "text-layer")]
+)
+def test_a_poor_layer_gives_way_to_the_engines_own_reading_and_a_good_one_is_kept(
+    engine, layer, kept, method
+):
+    result = _read(engine, _scan_with_layer(layer))
+    assert (result.method, result.extra["ocr_layer"]["kept"]) == (method, kept)
     assert "The committee met on Tuesday" in result.markdown
     assert "cornmittee" not in result.markdown
-
-
-@pytest.mark.slow
-def test_a_good_layer_is_kept(engine):
-    result = _read(engine, _scan_with_layer(LINES))
-    assert result.method == "text-layer"
-    assert result.extra["ocr_layer"]["kept"] == "ocr-layer"
-    assert "The committee met on Tuesday" in result.markdown
