@@ -148,6 +148,18 @@ def linked_images(data: bytes, fmt: types.Format) -> tuple[Link, ...]:
         return ()
 
 
+# An RTF's linked picture: an INCLUDEPICTURE field (Word writes one for a linked image);
+# LibreOffice drops it (its link blocked), so the placeholder comes from the field itself.
+_RTF_INCLUDEPICTURE = re.compile(rb'INCLUDEPICTURE\s+(?:\\\\?[a-z*]+\s+)*"([^"]{1,2000})"')
+
+
+def rtf_linked_pictures(data: bytes) -> tuple[Link, ...]:
+    return tuple(
+        Link("image", target.decode("latin-1"), "rtf")
+        for target in _RTF_INCLUDEPICTURE.findall(data)
+    )
+
+
 def linked_image_placeholder(target: str | None) -> str:
     """What stands in the Markdown where a linked image is: docling's image comment, naming
     the link (made safe to stand inside a comment)."""

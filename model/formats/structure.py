@@ -85,19 +85,19 @@ def _convert(data: bytes, fmt: types.Format, options: ConversionOptions) -> list
         html = b"\xef\xbb\xbf" + content.html.encode("utf-8")
         markdown = _markdown(_docling_document(html, types.HTML), options)
         return parts.split_exactly(markdown, plan[0])
+    current = libreoffice.CURRENT.get(fmt, fmt)
+    linked = guards.rtf_linked_pictures(data) if fmt is types.RTF else ()
     if fmt.kind == "legacy":
         try:
             data = libreoffice.to_current_format(data, fmt)
         except libreoffice.LibreOfficeError as exc:
             raise ConversionError(str(exc)) from exc
-        document = _docling_document(data, libreoffice.CURRENT[fmt])
-    else:
-        document = _docling_document(data, fmt)
+    document = _docling_document(data, current)
     _sort_notes(document, options)
-    links = _LinkedImages(document, guards.linked_images(data, fmt))
+    links = _LinkedImages(document, linked + guards.linked_images(data, current))
     if fmt in (types.PPTX, types.PPTM, types.XLSX, types.XLSM, types.PPT, types.XLS):
         # A slide or a sheet per docling page, in order; each cut to its planned page count.
-        slides = _slide_parts(data, fmt)
+        slides = _slide_parts(data, current)
         sections = [
             links.after(
                 _markdown(document, options, page_no=number, links=links),
