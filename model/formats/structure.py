@@ -354,9 +354,12 @@ def _docling_document(data: bytes, fmt: types.Format) -> Any:
         except ConversionError:
             raise
         except Exception as exc:
-            logger.info("docling could not convert a %s file: %s", fmt.name, exc)
+            # The reader's own words (a class's repr, a parser's internals) go to the log; the
+            # user is told what happened.
+            logger.info("docling could not convert a %s file: %r", fmt.name, exc)
             raise ConversionError(
-                f"the {fmt.name} file cannot be read (it may be damaged): {exc}"
+                f"the {fmt.name} file cannot be read: it is damaged, or made in a way its "
+                "reader does not know (saving it again from its program usually mends it)"
             ) from exc
 
 
