@@ -541,7 +541,14 @@ def _pages_send_in_batches(*, engine: str, pages: list[tuple[int, uuid.UUID]]) -
 
     try:
         for start in range(0, len(pages), SEND_BATCH):
-            pages_send(engine=engine, pages=pages[start : start + SEND_BATCH])
+            batch = pages[start : start + SEND_BATCH]
+            # A job cancelled meanwhile sends nothing more.
+            queued = set(
+                Page.objects.filter(
+                    pk__in=[page_id for page_id, _ in batch], status=Page.Status.QUEUED
+                ).values_list("pk", flat=True)
+            )
+            pages_send(engine=engine, pages=[page for page in batch if page[0] in queued])
     except Exception:  # the reaper sends what is left
         logger.exception("sending %d pages failed; the reaper will send them", len(pages))
     finally:
