@@ -39,9 +39,11 @@ from model.engines.ocr_output import (
 from model.engines.pdf_text import needs_ocr, pdf_page_image, text_layer_markdown
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
+from model.markdown_hygiene import readable_markdown
 from model.pages import PageSelectionError
 from model.rendering import open_page_image, open_pdf_page
 from model.ruled_grid import ruled_page
+from model.running_lines import document_running_lines, drop_lines, margin_lines, ocr_margin_lines
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import skew_of
 from model.tokens import count_tokens
@@ -81,7 +83,7 @@ class OcrReading:
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-9"
+    version: ClassVar[str] = "local-10"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
@@ -128,14 +130,30 @@ class LocalEngine:
                     image = pdf_page_image(doc[0])
                 else:
                     markdown, layout, notes = text_layer_markdown(doc, options)
+                    if options.headers == "drop":
+                        own = margin_lines(doc[0])
+                        running = document_running_lines(page.data, page.page_number, own)
+                        markdown = drop_lines(markdown, running)
             finally:
                 doc.close()
         done = time.perf_counter()
         if image is not None:
             # OCR runs outside the PyMuPDF lock: it needs only the pixels.
-            return self._ocr_result(
+            result = self._ocr_result(
                 image, render_seconds=done - started, page_size=size, options=options
             )
+            if options.headers == "drop" and result.extra.get("ocr_lines"):
+                # The neighbouring pages' text layers, where they have one, tell this page's
+                # running lines too.
+                sideways = result.extra["rotation"] in (90, 270)
+                height = float(image.width if sideways else image.height)
+                own = ocr_margin_lines(result.extra["ocr_lines"], height)
+                with MUPDF_LOCK:
+                    running = document_running_lines(page.data, page.page_number, own)
+                if running:
+                    result.markdown = drop_lines(result.markdown, running)
+                    result.output_tokens = count_tokens(result.markdown)
+            return result
         result = _result(markdown, "text-layer", opened - started, done - opened)
         result.layout = layout
         result.extra["extraction_notes"] = notes
@@ -222,14 +240,16 @@ class LocalEngine:
         # their skew is left alone.
         skew = skew_of(output.boxes) if rotation in (0, 180) else 0.0
         options = options or EngineOptions()
-        markdown = boxes_to_markdown(
-            upright,
-            upright_width,
-            page_height=upright_height,
-            drop_running=options.headers == "drop",
-            table_format=options.table_format,
-            skew_degrees=skew,
-            ruling=ruled_page(pixels, rotation, skew),
+        markdown = readable_markdown(
+            boxes_to_markdown(
+                upright,
+                upright_width,
+                page_height=upright_height,
+                drop_running=options.headers == "drop",
+                table_format=options.table_format,
+                skew_degrees=skew,
+                ruling=ruled_page(pixels, rotation, skew),
+            )
         )
         layout = None
         if page_size is not None:

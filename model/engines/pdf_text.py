@@ -15,6 +15,7 @@ from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout
 from model.layout.text_layer import text_layer_layout
+from model.markdown_hygiene import readable_markdown
 from model.markdown_repair import repair_text_layer
 from model.postprocess import tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, render_zoom
@@ -104,7 +105,7 @@ def text_layer_markdown(
         repaired = table_cell_order(repaired, page_lines)
         repaired = table_column_order(repaired)
         repaired = apply_fixes(repaired, ligature_fixes(doc[0].get_text("rawdict")))
-    return tidy_markdown(repaired), layout, repairs.notes + formula_notes
+    return tidy_markdown(readable_markdown(repaired)), layout, repairs.notes + formula_notes
 
 
 def pymupdf4llm_markdown(
