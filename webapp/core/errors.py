@@ -4,6 +4,7 @@
 "message": "...", "readableMessage": "..."}``
 
 ``status`` is the HTTP code followed by a detail digit pair, so clients can branch on it.
+The body itself is ``webapp.core.error_body``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from webapp.core.error_body import error_body
 from webapp.core.upload_limits import UploadTooLarge
 
 logger = logging.getLogger(__name__)
@@ -73,17 +75,6 @@ def _flatten(detail) -> str:
     if isinstance(detail, list):
         return " ".join(_flatten(item) for item in detail)
     return str(detail)
-
-
-def error_body(*, http_status: int, name: str, detail_code: int, message: str) -> dict:
-    return {
-        "data": None,
-        "code": http_status,
-        "name": name,
-        "status": detail_code,
-        "message": message,
-        "readableMessage": f"{name}: {message}",
-    }
 
 
 # Seconds a client should wait after the database was unreachable: a restart or a failover.
