@@ -18,7 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
-from webapp.core.error_body import error_body
+from webapp.core.error_body import NO_KEY_MESSAGE, error_body
 from webapp.core.upload_limits import UploadTooLarge
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,15 @@ def _database_unavailable() -> Response:
     return Response(body, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
 
 
+def with_key_hint(exc):
+    """DRF's "Authentication credentials were not provided." made actionable."""
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return exceptions.NotAuthenticated(NO_KEY_MESSAGE)
+    return exc
+
+
 def api_exception_handler(exc, context):
+    exc = with_key_hint(exc)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     if isinstance(exc, OperationalError | InterfaceError):
