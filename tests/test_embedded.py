@@ -96,3 +96,14 @@ def test_the_embedded_service_turns_a_pdf_into_markdown(embedded_service):
     for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
         assert marker in markdown
     assert documents.BORN_DIGITAL_TABLE_ROWS[0][0] in markdown
+
+    # An invitation made in another shell (no PORT there) links to the port the server runs
+    # on, and the link opens the sign-up form.
+    beside = {k: v for k, v in env.items() if k not in ("PORT", "FOLIO_PUBLIC_URL")}
+    link = subprocess.run(
+        [sys.executable, "manage.py", "invite", "ivy"],
+        cwd=REPOSITORY, env=beside, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert link.startswith(f"{base_url}/account/signup/?invite=")
+    signup = httpx.get(link, timeout=30)
+    assert signup.status_code == 200 and "Create an account" in signup.text
