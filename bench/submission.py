@@ -38,17 +38,17 @@ def main() -> int:
     from tests import hostile
     from tests.workers import purge_queues
     from webapp.jobs.models import Job
-    from webapp.jobs.services import job_submit, submission
+    from webapp.jobs.services import job_submit, sending, submission
 
     submission._engine_served_check = lambda engine: None  # no worker needed here
     owner, _ = User.objects.get_or_create(username="bench-submission")
     documents = {pages: hostile.many_pages_pdf(pages) for pages in (10, 2000)}
-    ways = {"batched (now)": submission.SEND_IN_REQUEST, "one by one (before)": 10**9}
+    ways = {"batched (now)": sending.SEND_IN_REQUEST, "one by one (before)": 10**9}
     seconds: dict[tuple[str, int], list[float]] = {}
     for _ in range(args.rounds):
         for pages, data in documents.items():
             for way, inline in ways.items():
-                submission.SEND_IN_REQUEST = inline
+                sending.SEND_IN_REQUEST = inline
                 started = time.perf_counter()
                 job = job_submit(owner=owner, data=data, filename=f"{pages}.pdf")
                 seconds.setdefault((way, pages), []).append(time.perf_counter() - started)

@@ -67,5 +67,5 @@ app.conf.update(
             "schedule": float(settings.FOLIO_RETENTION_SWEEP_SECONDS),
         },
     },
-    imports=["ocr_worker.tasks", "ocr_worker.engines"],
+    imports=["ocr_worker.tasks", "ocr_worker.engines", "ocr_worker.serving"],
 )

@@ -136,7 +136,7 @@ def test_a_two_thousand_page_submission_sends_its_pages_in_batches_all_of_them(
     from tests.workers import purge_queues
     from webapp.jobs import queueing
     from webapp.jobs.models import Page
-    from webapp.jobs.services import job_submit, submission
+    from webapp.jobs.services import job_submit, sending, submission
 
     monkeypatch.setattr(submission, "_engine_served_check", lambda engine: None)
     sends: list[int] = []
@@ -147,7 +147,7 @@ def test_a_two_thousand_page_submission_sends_its_pages_in_batches_all_of_them(
         sends.append(len(pages))
         return real(engine=engine, pages=pages, plain=plain)
 
-    monkeypatch.setattr(submission, "pages_enqueue", counting)
+    monkeypatch.setattr(sending, "pages_enqueue", counting)
     purge_queues("ocr.local")
 
     job = job_submit(owner=make_user(), data=hostile.many_pages_pdf(2000), filename="b.pdf")
@@ -156,7 +156,7 @@ def test_a_two_thousand_page_submission_sends_its_pages_in_batches_all_of_them(
         assert time.monotonic() < deadline, "pages still unsent"
         time.sleep(0.2)
 
-    assert sends[0] == submission.SEND_IN_REQUEST  # in the request; the rest from a thread
-    assert sum(sends) == 2000 and max(sends) <= submission.SEND_BATCH
+    assert sends[0] == sending.SEND_IN_REQUEST  # in the request; the rest from a thread
+    assert sum(sends) == 2000 and max(sends) <= sending.SEND_BATCH
     assert queueing.queue_depth(engine="local") == 2000
     purge_queues("ocr.local")

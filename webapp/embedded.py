@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import cast
 
+from webapp.public_url import public_url_record
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 logger = logging.getLogger("folio.embedded")
 
@@ -51,6 +53,10 @@ def main() -> int:
         broker, env["FOLIO_BROKER_URL"] = embedded_broker(var_dir)
         logger.info("embedded Redis broker at %s", env["FOLIO_BROKER_URL"])
     port = env.get("PORT", "8000")
+    # Links made by the service (webhooks) and by commands run beside it (`manage.py invite`)
+    # point at the port it serves on, unless the environment names another address.
+    address = public_url_record(var_dir=var_dir, port=port)
+    env.setdefault("FOLIO_PUBLIC_URL", address)
     python = sys.executable
 
     subprocess.run(

@@ -147,7 +147,7 @@ class ReaderView(_ReaderBase):
             return render(request, "home.html")
         headers = {
             "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
-            "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
+            "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL, sent as `%233`)",
             "X-Timeout": "seconds to wait (above 180: 180); then a 202 with a poll link",
             "X-No-Cache": "true to read again instead of using a cached result",
             "X-Cache-Tolerance": "seconds: the oldest cached result to accept",

@@ -8,7 +8,6 @@ import hashlib
 import json
 import logging
 import mimetypes
-import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -30,11 +29,11 @@ from webapp.accounts import services as account_services
 from webapp.core.storage import stored_content_lock
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
-from webapp.jobs.queueing import pages_enqueue
 from webapp.jobs.services.job_lifecycle import stored_files_delete_unused
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.jobs.services.review import review_judged
+from webapp.jobs.services.sending import pages_send_soon
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
 from webapp.webhooks import services as webhook_services
@@ -512,54 +511,3 @@ def _store_content(data: bytes, *, sha256: str, mime_type: str) -> tuple[str, bo
         default_storage.delete(saved)
         return name, False
     return name, True
-
-
-# Messages a submission sends before it answers; a bigger job's others go out from a thread
-# beside the request, in batches (one message is a broker round trip: 2,000 of them held a
-# 2,000-page submission's answer for most of a minute).
-SEND_IN_REQUEST = 100
-SEND_BATCH = 500
-
-
-def pages_send_soon(*, engine: str, pages: list[tuple[int, uuid.UUID]]) -> None:
-    """Send a new job's first pages now and the rest from a background thread. Should this
-    process stop before they are out, the reaper sends them: a page with no ``sent_at`` is
-    sent again after a minute (``pages_reap``), so nothing accepted is lost."""
-    now, later = pages[:SEND_IN_REQUEST], pages[SEND_IN_REQUEST:]
-    pages_send(engine=engine, pages=now)
-    if later:
-        threading.Thread(
-            target=_pages_send_in_batches,
-            kwargs={"engine": engine, "pages": later},
-            name="folio-pages-send",
-            daemon=True,
-        ).start()
-
-
-def _pages_send_in_batches(*, engine: str, pages: list[tuple[int, uuid.UUID]]) -> None:
-    from django.db import connection
-
-    try:
-        for start in range(0, len(pages), SEND_BATCH):
-            batch = pages[start : start + SEND_BATCH]
-            # A job cancelled meanwhile sends nothing more.
-            queued = set(
-                Page.objects.filter(
-                    pk__in=[page_id for page_id, _ in batch], status=Page.Status.QUEUED
-                ).values_list("pk", flat=True)
-            )
-            pages_send(engine=engine, pages=[page for page in batch if page[0] in queued])
-    except Exception:  # the reaper sends what is left
-        logger.exception("sending %d pages failed; the reaper will send them", len(pages))
-    finally:
-        connection.close()  # this thread's own connection
-
-
-def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]], plain: bool = False) -> None:
-    """Send the pages' messages and note that they went out; pages whose send failed keep
-    ``sent_at`` empty, and the reaper sends them once the broker is back. ``plain``: to the
-    engine's no-speculation queue."""
-    if pages_enqueue(engine=engine, pages=pages, plain=plain):
-        Page.objects.filter(pk__in=[page_id for page_id, _ in pages], sent_at__isnull=True).update(
-            sent_at=timezone.now()
-        )
