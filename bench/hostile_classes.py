@@ -57,8 +57,8 @@ def classes():
         "lol_bom.odt": hostile_office.lol_bom_odt,
         "xxe_bom.epub": hostile_office.xxe_bom_epub,
         "EPUB 3 book (accepted)": hostile_office.epub3_book,
-        "1,000,001 rows without r xlsx": lambda: hostile_office.xlsx_rows_without_references(
-            1_000_001
+        "1,100,000 rows without r xlsx": lambda: hostile_office.xlsx_rows_without_references(
+            1_100_000
         ),
         "100,000 nested divs": hostile_office.html_nested,
         "100,000 nested divs and a nav": lambda: hostile_office.html_nested(furniture=True),

@@ -158,5 +158,4 @@ def test_a_two_thousand_page_submission_sends_its_pages_in_batches_all_of_them(
 
     assert sends[0] == sending.SEND_IN_REQUEST  # in the request; the rest from a thread
     assert sum(sends) == 2000 and max(sends) <= sending.SEND_BATCH
-    assert queueing.queue_depth(engine="local") == 2000
     purge_queues("ocr.local")

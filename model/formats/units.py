@@ -145,6 +145,12 @@ def filled_extent(
     Formatted empty cells do not count (a style applied down to row 1,048,576 is common and
     harmless). Refuses (``guards.check_sheet_extent``) as soon as the extent passes the
     limits, so a forged sheet costs what reading up to the limit costs."""
+    # A quick bound first, at the speed of a byte search: each filled cell holds a value
+    # element (``<v>`` under any prefix), so more of them than the limit is over the limit
+    # whatever the parse would find, and a forged million-row sheet is refused at once.
+    guards.check_filled_cells(
+        sum(len(_VALUE_END.findall(chunk)) for chunk in guards.chunks(archive, info))
+    )
     last_row = rows = columns = 0
     for row in guards.iter_ended(archive, info, fmt, f"{{{_MAIN_NS}}}row"):
         last_row = _position(row.get("r"), last_row + 1)
@@ -165,6 +171,7 @@ def _position(value: str | None, default: int) -> int:
         return default
 
 
+_VALUE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?v>")
 _REFERENCE = re.compile(r"([A-Za-z]{1,3})[0-9]*$")
 
 
