@@ -147,6 +147,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- files ----------------------------------------------------------------------------------
 MEDIA_ROOT = Path(env_str("FOLIO_MEDIA_ROOT", str(VAR_DIR / "media")))
+if EMBEDDED:
+    # `make run`: uploads and results readable by this user only (Django's default is 0644).
+    FILE_UPLOAD_PERMISSIONS = 0o600
+    FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 # FOLIO_STORAGE: "filesystem" (MEDIA_ROOT, one host) or "s3" (a bucket every host shares);
@@ -277,6 +281,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
+    # DRF's parsers, JSON's bounded in depth (a deeply nested body is a 400, not a 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "webapp.core.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "UNAUTHENTICATED_USER": None,
     # Leaves out the browsable API where FOLIO_BROWSABLE_API is off.
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "webapp.core.surfaces.ContentNegotiation",

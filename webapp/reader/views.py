@@ -11,12 +11,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
 from webapp.accounts.authentication import ApiKeyAuthentication
 from webapp.core.errors import bad_parameter
+from webapp.core.parsers import JSONParser
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
 from webapp.jobs.errors import submission_api_error

@@ -33,7 +33,7 @@ from webapp.jobs.services.job_lifecycle import stored_files_delete_unused
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.jobs.services.review import review_judged
-from webapp.jobs.services.sending import pages_send
+from webapp.jobs.services.sending import pages_send_soon
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
 from webapp.webhooks import services as webhook_services
@@ -342,7 +342,7 @@ def _job_write(
         # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
         messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
         if messages:
-            transaction.on_commit(lambda: pages_send(engine=engine, pages=messages))
+            transaction.on_commit(lambda: pages_send_soon(engine=engine, pages=messages))
     return job, document, pages
 
 
