@@ -16,6 +16,7 @@ from typing import Any
 from PIL import Image
 
 from model.ruled_grid import RuledPage, cells_html, ruled_cells
+from model.steps import no_findings, page_step, unchanged
 
 # --- Markdown from a text layer ----------------------------------------------------------------
 
@@ -28,6 +29,7 @@ _ARTIFACT_LINES = re.compile(
 _BOLD_HEADING = re.compile(r"^(#{1,6}) +\*\*(.+?)\*\* *$", re.MULTILINE)
 
 
+@page_step("markdown tidying", fallback=unchanged)
 def tidy_markdown(markdown: str) -> str:
     """Strip extractor artifacts and stray whitespace; at most one blank line in a row."""
     text = markdown.replace("\r\n", "\n")
@@ -135,6 +137,13 @@ _SHORT_LINE = 0.3
 _HEADING_RATIO = 1.6
 
 
+def _lines_top_down(boxes: Sequence[TextBox], *args: object, **kwargs: object) -> str:
+    """The OCR's lines top to bottom, one per line: its reading without a layout."""
+    ordered = sorted(boxes, key=lambda box: (box.y0, box.x0))
+    return "\n".join(box.text for box in ordered if box.text.strip()) + "\n" if boxes else ""
+
+
+@page_step("OCR layout", fallback=_lines_top_down)
 def boxes_to_markdown(
     boxes: Sequence[TextBox],
     page_width: float,
@@ -622,6 +631,12 @@ def scale_box(box: tuple[int, int, int, int], width: int, height: int) -> tuple[
     return (max(0, left), max(0, top), min(width, right), min(height, bottom))
 
 
+def _tags_dropped(text: str, **kwargs: object) -> tuple[str, list[Figure]]:
+    """The model's output with its grounding tags and special tokens dropped, no figures."""
+    return _STRAY_SPECIAL.sub("", _GROUNDING.sub("", text)), []
+
+
+@page_step("model output cleaning", fallback=_tags_dropped)
 def vlm_markdown(
     text: str, *, page_size: tuple[int, int], page_number: int, figures: bool
 ) -> tuple[str, list[Figure]]:
@@ -657,6 +672,7 @@ def vlm_markdown(
     return tidy_markdown(text), found
 
 
+@page_step("figure crops", fallback=no_findings)
 def figure_reports(page: Image.Image, figures: Iterable[Figure]) -> list[dict[str, Any]]:
     """The figures as an engine reports them in ``PageResult.extra["figures"]``: name, box on
     the page, and the crop's PNG (base64; the service stores it and drops the bytes)."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from model.layout.schema import Block, PageLayout, Word
 from model.postprocess import TextBox, boxes_to_paragraphs
+from model.steps import nothing, page_step
 
 _HEADING = re.compile(r"^(#{1,6}) ")
 
@@ -40,6 +41,7 @@ def line_scores(output: Any) -> list[float]:
     return [float(s) for s in scores] if scores is not None else []
 
 
+@page_step("layout blocks", fallback=nothing)
 def ocr_layout(
     lines: Sequence[TextBox],
     scores: Sequence[float],
