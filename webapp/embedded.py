@@ -20,6 +20,11 @@ from typing import cast
 from webapp.public_url import public_url_record
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+# Seconds gunicorn keeps an idle connection open (FOLIO_WEB_KEEPALIVE; deploy/entrypoint.sh
+# too). Its default, 2 s, is shorter than the pauses of a client polling every second or two
+# (and than httpx's 5 s reuse of an idle connection): such a client sent its next request as
+# the server closed the connection, and got "Connection reset by peer".
+WEB_KEEPALIVE = "75"
 logger = logging.getLogger("folio.embedded")
 
 
@@ -81,6 +86,7 @@ def main() -> int:
             [
                 python, "-m", "gunicorn", "webapp.wsgi", "--bind", f"127.0.0.1:{port}",
                 "--workers", "2", "--threads", "4", "--access-logfile", "-",
+                "--keep-alive", env.get("FOLIO_WEB_KEEPALIVE", WEB_KEEPALIVE),
             ],
             cwd=REPOSITORY, env=env,
         ),
