@@ -14,6 +14,8 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from model.steps import page_step
+
 # --- debris ------------------------------------------------------------------------------------
 
 # pymupdf4llm writes the text it finds inside a picture (figure labels, a scanned form's
@@ -350,6 +352,11 @@ def plain_fractions(markdown: str) -> str:
 # --- all of it ---------------------------------------------------------------------------------
 
 
+def _unrepaired(markdown: str, **kwargs: object) -> tuple[str, Repairs]:
+    return markdown, Repairs()
+
+
+@page_step("markdown repair", fallback=_unrepaired)
 def repair_text_layer(
     markdown: str, *, drop_running: bool, page_lines: list[str] | None = None
 ) -> tuple[str, Repairs]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from model.ruled_grid import RuledPage
 from model.scan_lines import MIN_SKEW, Line, TextBox, group_lines, level_box
 from model.scan_tables import table_markdown, table_run_end
+from model.steps import page_step
 
 # A column gutter must be this wide (fraction of page width) and lie in the page's middle band.
 # It is small because detection boxes are padded: LaTeX's 10 pt gutter leaves about 3 px.
@@ -40,6 +41,13 @@ _SHORT_LINE = 0.3
 _HEADING_RATIO = 1.6
 
 
+def _lines_top_down(boxes: Sequence[TextBox], *args: object, **kwargs: object) -> str:
+    """The OCR's lines top to bottom, one per line: its reading without a layout."""
+    ordered = sorted(boxes, key=lambda box: (box.y0, box.x0))
+    return "\n".join(box.text for box in ordered if box.text.strip()) + "\n" if boxes else ""
+
+
+@page_step("OCR layout", fallback=_lines_top_down)
 def boxes_to_markdown(
     boxes: Sequence[TextBox],
     page_width: float,
