@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from model.steps import page_step, unchanged
+
 # When at least this share of a page's letters is inside ~~…~~, the marks are rules.
 _RULED_SHARE = 0.5
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
@@ -35,6 +37,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
+@page_step("markdown hygiene", fallback=unchanged)
 def readable_markdown(markdown: str) -> str:
     """All the repairs of this module, in order."""
     return _outside_code(markdown, _repairs)
