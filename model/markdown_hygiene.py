@@ -11,6 +11,9 @@ page never showed.
   one or two letters); a superscript holding a word of four letters or more is set as text.
 - Emphasis that does not close: a ``**`` or ``__`` left alone in a paragraph renders as bold
   running to the paragraph's end (or as two stars); an unpaired last marker goes.
+- Spaces an extractor puts at a change of style where print has none: before a full stop,
+  comma or closing bracket after an emphasised run (``**metrischer Raum** .``), and after an
+  opening bracket before one (``( _X, d_ )``).
 - Quotes: TeX's and typewriters' doubled single quotes (``‘‘…’’``, ``\\`\\`…''``) are one
   double quote each (``“…”``).
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from model.steps import page_step, unchanged
+
 # When at least this share of a page's letters is inside ~~…~~, the marks are rules.
 _RULED_SHARE = 0.5
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
@@ -32,6 +37,7 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 
 
+@page_step("markdown hygiene", fallback=unchanged)
 def readable_markdown(markdown: str) -> str:
     """All the repairs of this module, in order."""
     return _outside_code(markdown, _repairs)
@@ -41,6 +47,7 @@ def _repairs(text: str) -> str:
     text = unstrike_rules(text)
     text = plain_superscript_words(text)
     text = normalise_quotes(text)
+    text = tighten_emphasis(text)
     return "\n\n".join(balance_emphasis(p) for p in text.split("\n\n"))
 
 
@@ -98,6 +105,21 @@ def normalise_quotes(markdown: str) -> str:
     text = markdown.replace("‘‘", "“").replace("’’", "”")
     # TeX's ``…'' (two grave accents, two apostrophes), where a reader sees a quotation.
     return re.sub(r"``(?=\S)(.+?)(?<=\S)''", r"“\1”", text)
+
+
+# A closing marker (after a non-space), spaces, then punctuation that sticks to the word before.
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$))")
+# An opening bracket, spaces, then an opening marker (before a non-space).
+_SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")
+
+
+def tighten_emphasis(markdown: str) -> str:
+    """No space between an emphasised run and the punctuation or bracket that print sets
+    against it."""
+    text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", markdown)
+    text = _SPACE_AFTER_BRACKET.sub("", text)
+    # the closing bracket after a closing marker: "d_ )" → "d_)"
+    return re.sub(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=\))", r"\1", text)
 
 
 _EMPHASIS = re.compile(r"(?<![\\*])\*\*(?!\*)|(?<![\\_\w])__(?!_)|(?<!_)__(?![_\w])")

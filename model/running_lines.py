@@ -18,6 +18,8 @@ from collections.abc import Iterable
 
 import pymupdf
 
+from model.steps import no_findings, page_step, unchanged
+
 # A page's heads and feet are its first row and last two rows of text (a row: lines whose tops are
 # within ROW_TOLERANCE points), as long as they lie in this share of its height at the top or
 # bottom. LaTeX sets its head at 11-13 % of the page and its first body line as high on a
@@ -95,6 +97,7 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", _MARKUP.sub("", unicodedata.normalize("NFKC", text)))
 
 
+@page_step("running lines", fallback=unchanged)
 def drop_lines(markdown: str, running: list[str], *, edge: int = 3) -> str:
     """The Markdown less its lines made only of ``running`` lines' text, among its first and
     last ``edge`` filled lines (where a page's heads and feet are written)."""
@@ -113,9 +116,12 @@ def drop_lines(markdown: str, running: list[str], *, edge: int = 3) -> str:
             if not rest:
                 continue
         kept.append(line)
+    if not any(line.strip() for line in kept):
+        return markdown  # pages that are all alike (a rotated copy per page): nothing runs
     return "\n".join(kept)
 
 
+@page_step("running lines", fallback=no_findings)
 def document_running_lines(data: bytes, page_number: int, own: list[tuple[str, str]]) -> list[str]:
     """``running_lines`` for page ``page_number`` (1-based) of the PDF ``data``; call under
     ``MUPDF_LOCK``."""

@@ -133,9 +133,12 @@ def _without_running_lines(boxes: list[TextBox], page_height: float) -> list[Tex
     if not body:
         return boxes
     for line in lines:
-        if (line.cy < top or line.cy > bottom) and is_running_line(line.text):
-            continue
-        kept.extend(line.boxes)
+        if top <= line.cy <= bottom:
+            kept.extend(line.boxes)
+        elif not is_running_line(line.text):
+            # A browser's print puts the page count and the date on one row, far apart: each
+            # box of a margin row is judged on its own too.
+            kept.extend(box for box in line.boxes if not is_running_line(box.text))
     return kept
 
 

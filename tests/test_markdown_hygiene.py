@@ -8,6 +8,7 @@ from model.markdown_hygiene import (
     normalise_quotes,
     plain_superscript_words,
     readable_markdown,
+    tighten_emphasis,
     unstrike_rules,
 )
 
@@ -43,3 +44,10 @@ def test_an_unpaired_bold_marker_goes():
 def test_code_is_written_as_the_page_has_it():
     markdown = "Use `a ``b'' c` here.\n\n```\n**x ‘‘y’’\n```\n\n**open"
     assert readable_markdown(markdown) == "Use `a ``b'' c` here.\n\n```\n**x ‘‘y’’\n```\n\nopen"
+
+
+def test_emphasis_keeps_to_the_punctuation_and_brackets_print_sets_against_it():
+    assert tighten_emphasis("ein **metrischer Raum** .") == "ein **metrischer Raum**."
+    assert tighten_emphasis("Das Paar ( _X, d_ ) heißt") == "Das Paar (_X, d_) heißt"
+    assert tighten_emphasis("**bold** and _it_ here") == "**bold** and _it_ here"
+    assert tighten_emphasis("a_b and c_ d") == "a_b and c_ d"

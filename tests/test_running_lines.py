@@ -46,6 +46,10 @@ def test_only_lines_made_of_running_text_go_and_only_at_the_page_edges():
     assert "is cited here" in out
 
 
+def test_a_page_made_only_of_what_its_neighbours_carry_keeps_it():
+    assert drop_lines("habibi\n", ["habibi"]) == "habibi\n"
+
+
 @pytest.mark.skipif(not GEOTOPO.is_file(), reason="the shared corpus is not beside the repository")
 def test_the_books_running_head_and_page_number_are_found():
     with pymupdf.open(GEOTOPO) as doc:

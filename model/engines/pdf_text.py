@@ -54,10 +54,10 @@ def needs_ocr(page: pymupdf.Page) -> bool:
         return True
     if unmapped / (readable + unmapped) > MAX_UNMAPPED_SHARE:
         return True
-    return readable < SCAN_MAX_CHARS_OVER_IMAGE and _image_coverage(page) > SCAN_IMAGE_COVERAGE
+    return readable < SCAN_MAX_CHARS_OVER_IMAGE and image_coverage(page) > SCAN_IMAGE_COVERAGE
 
 
-def _image_coverage(page: pymupdf.Page) -> float:
+def image_coverage(page: pymupdf.Page) -> float:
     area = abs(page.rect)
     if not area:
         return 0.0
