@@ -30,6 +30,7 @@ from model.engines.line_reread import reread_doubtful
 from model.engines.ocr_coverage import unread_stretches
 from model.engines.ocr_orientation import crop_line, page_rotation, reads_better_turned, unrotate
 from model.engines.ocr_output import (
+    MAX_UNREAD_SHARE,
     TEXT_SCORE,
     mean_confidence,
     ocr_boxes,
@@ -37,6 +38,7 @@ from model.engines.ocr_output import (
     unread_notes,
 )
 from model.engines.pdf_text import needs_ocr, pdf_page_image, text_layer_markdown
+from model.engines.tesseract_lines import ScriptReading, TesseractLines, read_unread_lines
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
 from model.pages import PageSelectionError
@@ -76,18 +78,21 @@ class OcrReading:
     # Stretches of ink in read lines that no recognised word covers
     # (``model.engines.ocr_coverage``); None without word boxes.
     stretches: list[list[Any]] | None
+    # What Tesseract read of the lines the bundled models could not (``tesseract_lines``).
+    script: ScriptReading = ScriptReading()
 
 
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-9"
+    version: ClassVar[str] = "local-10"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self) -> None:
         self._ocr: Any = None
         self._classifier: Any = None
         self._reader: Any = None
+        self._tesseract = TesseractLines()
         self._ocr_lock = threading.Lock()
 
     def load(self) -> None:
@@ -165,7 +170,18 @@ class LocalEngine:
         result.layout = reading.layout
         result.extra["rotation"] = reading.rotation
         result.extra["unread_share"] = reading.unread
-        result.extra["extraction_notes"] = unread_notes(reading.unread)
+        result.extra["extraction_notes"] = unread_notes(reading.unread, reading.script.missing)
+        if reading.script.lines:
+            result.extra["tesseract"] = {
+                "language": reading.script.language,
+                "lines": reading.script.lines,
+            }
+        if reading.unread > MAX_UNREAD_SHARE or reading.script.missing:
+            # Every API names such pages: text is missing that no installed model reads.
+            result.extra["unread_script"] = {
+                "share": reading.unread,
+                "language": reading.script.missing,
+            }
         if reading.stretches is not None:
             # The ``coverage`` signal reads them: text skipped inside a line that was read.
             result.extra["unread_stretches"] = reading.stretches
@@ -213,6 +229,23 @@ class LocalEngine:
                 output = read_confidently(again)
                 boxes = ocr_boxes(output)
                 raw = again
+            # Lines in a script the bundled models do not read, read by Tesseract where its
+            # language data is installed.
+            again, script = read_unread_lines(
+                raw,
+                pixels,
+                rotation,
+                crop_line,
+                self._tesseract,
+                unread=output.unread,
+                language=options.ocr_language if options else None,
+            )
+            if again is not raw:
+                output = read_confidently(again)
+                boxes = ocr_boxes(output)
+                raw = again
+            if script.rotation is not None:
+                rotation = script.rotation
             unread = output.unread
         height, width = pixels.shape[:2]
         upright = [unrotate(box, rotation, width, height) for box in boxes]
@@ -255,7 +288,7 @@ class LocalEngine:
             logger.warning("unread stretches not measured", exc_info=True)
             stretches = None
         return OcrReading(
-            markdown, rotation, mean_confidence(output), layout, lines, unread, stretches
+            markdown, rotation, mean_confidence(output), layout, lines, unread, stretches, script
         )
 
     def _engines(self) -> tuple[Any, Any]:
