@@ -27,6 +27,7 @@ from PIL import Image
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
 from model.engines.line_reread import reread_doubtful
+from model.engines.local_config import LocalConfig
 from model.engines.ocr_coverage import unread_stretches
 from model.engines.ocr_orientation import crop_line, page_rotation, reads_better_turned, unrotate
 from model.engines.ocr_output import (
@@ -88,7 +89,8 @@ class LocalEngine:
     version: ClassVar[str] = "local-10"
     max_pages_in_flight: ClassVar[int] = 1
 
-    def __init__(self) -> None:
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        self._config = config or LocalConfig.from_env()
         self._ocr: Any = None
         self._classifier: Any = None
         self._reader: Any = None
@@ -297,11 +299,12 @@ class LocalEngine:
         if self._ocr is None:
             from rapidocr import RapidOCR
 
-            self._ocr = RapidOCR(params=RAPIDOCR_PARAMS)
+            params = self._params()
+            self._ocr = RapidOCR(params=params)
             # A second, classifier-only instance: RapidOCR's result drops the per-line
             # orientation, and toggling use_det on the main instance would be shared state.
             self._classifier = RapidOCR(
-                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_rec": False}
+                params={**params, "Global.use_det": False, "Global.use_rec": False}
             )
         return self._ocr, self._classifier
 
@@ -312,9 +315,17 @@ class LocalEngine:
             from rapidocr import RapidOCR
 
             self._reader = RapidOCR(
-                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_cls": False}
+                params={**self._params(), "Global.use_det": False, "Global.use_cls": False}
             )
         return self._reader
+
+    def _params(self) -> dict[str, Any]:
+        threads = self._config.ocr_threads
+        return {
+            **RAPIDOCR_PARAMS,
+            "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+            "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        }
 
 
 def _one_line_pdf(text: str) -> bytes:

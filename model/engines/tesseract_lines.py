@@ -75,7 +75,6 @@ LANGUAGE_SCRIPTS = {
 MIN_DETECTED_CONFIDENCE = 0.6
 # How many of the page's doubtful lines (the widest) each candidate language reads.
 SAMPLE_LINES = 3
-LANGUAGE_CODE = re.compile(r"^[a-z]{3}(?:_[a-z]+)?(?:\+[a-z]{3}(?:_[a-z]+)?)*$")
 _HAN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 # Where Debian's tesseract-ocr packages put the data (Tesseract 5, then 4).
 _DEBIAN_TESSDATA = ("/usr/share/tesseract-ocr/5/tessdata", "/usr/share/tesseract-ocr/4.00/tessdata")

@@ -36,6 +36,13 @@ class JobCreateSerializer(serializers.Serializer):
         default=False,
         help_text="reviewers' comments after the content (DOCX, PPTX, XLSX, OpenDocument)",
     )
+    ocr_language = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=40,
+        help_text="a scan's language in Tesseract's codes (`kor`, `fas+ara`) for the lines "
+        "the bundled OCR cannot read; found on the page if empty",
+    )
     webhook_url = serializers.CharField(
         required=False,
         allow_blank=True,
