@@ -40,6 +40,18 @@ RUN if [ "$LIBREOFFICE" = 1 ]; then \
         && rm -rf /var/lib/apt/lists/*; \
     fi
 
+# Tesseract's language data for the scripts RapidOCR's bundled models do not read (the
+# library comes inside the tesserocr wheel): Korean, Arabic, Persian, Hebrew, Russian, Greek,
+# Hindi and Thai. Add a tesseract-ocr-<code> package for another (README, "OCR languages").
+ARG TESSERACT=1
+RUN if [ "$TESSERACT" = 1 ]; then \
+        apt-get update \
+        && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+            tesseract-ocr-kor tesseract-ocr-ara tesseract-ocr-fas tesseract-ocr-heb \
+            tesseract-ocr-rus tesseract-ocr-ell tesseract-ocr-hin tesseract-ocr-tha \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
+
 COPY deploy/requirements.lock deploy/requirements.lock
 COPY wheels/ /tmp/wheels/
 RUN if [ "$OFFLINE" = 1 ]; then index="--no-index"; else index=""; fi \

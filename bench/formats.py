@@ -13,7 +13,9 @@ one conversion). The pages are joined and compared with the reference:
 - text: 1 - normalised edit distance of the two texts' words, markup removed
   (``model.quality.realpages.similarity``, the figure QUALITY.md gives for PDF pages);
 - markdown: rapidfuzz's ratio of the two Markdown texts with whitespace collapsed (headings,
-  list marks and table pipes count: the structure).
+  list marks and table pipes count: the structure);
+- words: the share of the reference's words the pages hold (``realpages.words_kept``), and
+  its lowest over the format's documents: what a main-content pick left out.
 
 pages/s is pages over the worker's conversion time alone (one process, no queue); web ms is the
 mean time of ``inspect_document``. Refused documents are listed with their answer and are not
@@ -39,7 +41,7 @@ from model.documents import DocumentError, inspect_document  # noqa: E402
 from model.engines.base import EngineOptions, PageInput  # noqa: E402
 from model.formats import renditions, structure  # noqa: E402
 from model.pipeline import office_page_images, transcribe_page  # noqa: E402
-from model.quality.realpages import similarity  # noqa: E402
+from model.quality.realpages import similarity, words_kept  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "docling-testdata"
 FORMATS = ("docx", "pptx", "xlsx", "odf", "html")
@@ -65,6 +67,7 @@ def run_document(path: Path, options: EngineOptions, page_images: bool = False) 
         "pages": info.page_count,
         "text": similarity(markdown, reference),
         "markdown": fuzz.ratio(" ".join(markdown.split()), " ".join(reference.split())) / 100,
+        "words": words_kept(markdown, reference),
         "worker_seconds": worker,
         "web_seconds": web,
     }
@@ -89,6 +92,8 @@ def summary(rows: list[dict]) -> dict:
         "pages": pages,
         "text": mean("text"),
         "markdown": mean("markdown"),
+        "words": mean("words"),
+        "words_lowest": min((row["words"] for row in done), default=0.0),
         "pages_per_second": pages / seconds if seconds else 0.0,
         "web_ms": 1000 * mean("web_seconds"),
         "image_s": mean("image_seconds") if done and "image_seconds" in done[0] else None,
@@ -118,8 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     # docling's import is paid once, before the clock runs.
     structure._backend(structure.types.DOCX)
     results = {}
-    print("| format | files | refused | pages | text | markdown | pages/s | web ms/file |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| format | files | refused | pages | text | markdown | words (lowest) | pages/s "
+        "| web ms/file |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in args.format or FORMATS:
         sources = sorted(
             path
@@ -131,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
         s = results[name]["summary"]
         print(
             f"| {name} | {s['files']} | {s['refused']} | {s['pages']} | {100 * s['text']:.1f} "
-            f"| {100 * s['markdown']:.1f} | {s['pages_per_second']:.1f} | {s['web_ms']:.0f} |"
+            f"| {100 * s['markdown']:.1f} | {100 * s['words']:.1f} ({100 * s['words_lowest']:.1f}) "
+            f"| {s['pages_per_second']:.1f} | {s['web_ms']:.0f} |"
             + (f" images: {s['images']}, {s['image_s']:.1f} s/file" if s["image_s"] else "")
         )
     for name, result in results.items():
@@ -141,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
             elif args.files:
                 print(
                     f"{name}: {row['file']}: {row['pages']} pages, text {100 * row['text']:.1f}, "
-                    f"markdown {100 * row['markdown']:.1f}"
+                    f"markdown {100 * row['markdown']:.1f}, words {100 * row['words']:.1f}"
                 )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))

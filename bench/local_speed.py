@@ -1,11 +1,18 @@
-"""What the local engine's text-layer repairs cost: pages per second on the real-page set's
-born-digital pages, before (pymupdf4llm's Markdown, as the engine wrote it until issue 16)
-and after (the same, then ``model.markdown_repair``, code spacing and formulas), in one run.
+"""The local engine against what it wraps, on the same text-layer pages in one run: bare
+``pymupdf4llm.to_markdown(path, pages=[n], use_ocr=False)`` (what a user would call instead),
+and the engine's ``transcribe`` of the same page (the page cut out of its file, the text-layer
+check, pymupdf4llm with the layout model, then the repairs: Markdown, formulas, right to left,
+tables).
 
-    python bench/local_speed.py [--rounds 2]
+    python bench/local_speed.py [--rounds 2] [--pages]
 
-Both sides run in this process on the same pages, alternating page by page so that load
-from other processes on the machine falls on both alike; the figure to read is the ratio.
+The pages are the real-page set's born-digital pages (``model.quality.realpages``) that have a
+text layer. Both sides run in this process, alternating page by page, and which side goes first
+alternates too, so that load from other processes on the machine and warm caches fall on both
+alike: the figure to read is the ratio (the engine's pages/s over pymupdf4llm's). A third side
+is pymupdf4llm asked for HTML tables (``table_output="html"``), as the engine asks it for its
+default ``auto`` tables: its table finder then runs over every page. Each side is warmed up
+once before the clock runs (the layout model loads on the first page).
 """
 
 from __future__ import annotations
@@ -18,89 +25,78 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from model.documents import MUPDF_LOCK  # noqa: E402
+import pymupdf  # noqa: E402
+
+from model.documents import MUPDF_LOCK, PDF  # noqa: E402
 from model.engines import pdf_text  # noqa: E402
-from model.engines.base import EngineOptions  # noqa: E402
+from model.engines.base import EngineOptions, PageInput  # noqa: E402
+from model.engines.local import LocalEngine  # noqa: E402
 from model.quality.realpages import CORPUS, load_real_tests, pages_to_run  # noqa: E402
-from model.rendering import open_pdf_page  # noqa: E402
 
 
-def _time(function, data: bytes, page: int, options: EngineOptions) -> float:  # noqa: ANN001
+def text_layer_pages() -> list[tuple[str, int]]:
+    pages = []
+    for pdf, page in pages_to_run(load_real_tests()):
+        with MUPDF_LOCK, pymupdf.open(CORPUS / pdf) as doc:
+            if not pdf_text.needs_ocr(doc[page - 1]):
+                pages.append((pdf, page))
+    return pages
+
+
+def bare(pdf: str, page: int, **kwargs: str) -> float:
+    import pymupdf4llm
+
+    started = time.perf_counter()
     with MUPDF_LOCK:
-        doc = open_pdf_page(data, page)
-        try:
-            if pdf_text.needs_ocr(doc[0]):
-                return -1.0
-            started = time.perf_counter()
-            function(doc, options)
-            return time.perf_counter() - started
-        finally:
-            doc.close()
+        pymupdf4llm.to_markdown(str(CORPUS / pdf), pages=[page - 1], use_ocr=False, **kwargs)
+    return time.perf_counter() - started
+
+
+def engine_page(engine: LocalEngine, data: bytes, page: int) -> float:
+    started = time.perf_counter()
+    result = engine.transcribe(PageInput(data=data, mime_type=PDF, page_number=page), OPTIONS)
+    assert result.method == "text-layer", result.method
+    return time.perf_counter() - started
+
+
+OPTIONS = EngineOptions()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pages", action="store_true", help="print each page's two times")
     args = parser.parse_args(argv)
-    options = EngineOptions()
-    pages = pages_to_run(load_real_tests())
+    pages = text_layer_pages()
     files = {pdf: (CORPUS / pdf).read_bytes() for pdf, _ in pages}
-    # warm up: the layout model loads on the first page
-    _time(pdf_text.text_layer_markdown, files[pages[0][0]], pages[0][1], options)
-    before = after = 0.0
-    counted = 0
-    for _ in range(args.rounds):
-        for pdf, page in pages:
-            old = _time(pdf_text.pymupdf4llm_markdown, files[pdf], page, options)
-            if old < 0:
-                continue  # a scan: the OCR path is not what this measures
-            new = _time(pdf_text.text_layer_markdown, files[pdf], page, options)
-            before, after, counted = before + old, after + new, counted + 1
-    print(f"text-layer pages timed: {counted} ({len(pages)} pages x {args.rounds} rounds)")
-    print(f"before: {counted / before:.2f} pages/s   after: {counted / after:.2f} pages/s")
-    print(f"after/before speed ratio: {before / after:.3f}")
-    _step_costs(pages, files, options)
+    engine = LocalEngine()
+    bare(*pages[0])
+    engine_page(engine, files[pages[0][0]], pages[0][1])
+    sides = ("pymupdf4llm", "pymupdf4llm html tables", "engine")
+    totals = dict.fromkeys(sides, 0.0)
+    per_page: dict[tuple[str, int], dict[str, float]] = {p: dict(totals) for p in pages}
+    for round_number in range(args.rounds):
+        for index, (pdf, page) in enumerate(pages):
+            shift = (round_number + index) % len(sides)
+            for name in sides[shift:] + sides[:shift]:
+                if name == "engine":
+                    seconds = engine_page(engine, files[pdf], page)
+                elif name == "pymupdf4llm":
+                    seconds = bare(pdf, page)
+                else:  # what the engine asks of pymupdf4llm for its default ``auto`` tables
+                    seconds = bare(pdf, page, table_output="html")
+                totals[name] += seconds
+                per_page[(pdf, page)][name] += seconds
+    counted = len(pages) * args.rounds
+    print(f"text-layer pages timed: {len(pages)} pages x {args.rounds} rounds")
+    for name, seconds in totals.items():
+        print(f"{name}: {counted / seconds:.2f} pages/s")
+    for name in sides[:2]:
+        print(f"engine/{name} speed ratio: {totals[name] / totals['engine']:.3f}")
+    if args.pages:
+        for (pdf, page), times in sorted(per_page.items(), key=lambda kv: -kv[1]["engine"]):
+            print(f"{pdf} p{page}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
     return 0
-
-
-def _step_costs(pages, files, options: EngineOptions) -> None:  # noqa: ANN001
-    """Milliseconds a page for each added step, on the same pages (one pass)."""
-    from model.formulas import page_formulas, place_formulas
-    from model.markdown_repair import repair_text_layer
-    from model.table_format import auto_tables
-
-    costs = {"page dict": 0.0, "repairs": 0.0, "formulas": 0.0, "auto tables": 0.0}
-    counted = 0
-    for pdf, page in pages:
-        with MUPDF_LOCK:
-            doc = open_pdf_page(files[pdf], page)
-            try:
-                if pdf_text.needs_ocr(doc[0]):
-                    continue
-                markdown, _ = pdf_text.pymupdf4llm_markdown(doc, options)
-                t0 = time.perf_counter()
-                page_dict = doc[0].get_text("dict")
-                lines = [
-                    "".join(s["text"] for s in line["spans"])
-                    for block in page_dict["blocks"]
-                    for line in block.get("lines", [])
-                ]
-                t1 = time.perf_counter()
-                text, _ = repair_text_layer(markdown, drop_running=True, page_lines=lines)
-                t2 = time.perf_counter()
-                place_formulas(text, page_formulas(page_dict))
-                t3 = time.perf_counter()
-                auto_tables(text)
-                t4 = time.perf_counter()
-            finally:
-                doc.close()
-        counted += 1
-        for name, seconds in zip(costs, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
-            costs[name] += seconds
-    print(
-        "added steps, ms a page: "
-        + ", ".join(f"{k} {1000 * v / counted:.1f}" for k, v in costs.items())
-    )
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ def submit(
     idempotency_key: str | None,
     speaker_notes: bool = False,
     comments: bool = False,
+    ocr_language: str | None = None,
 ) -> Call:
     return Call(
         "POST",
@@ -104,6 +105,8 @@ def submit(
             # Office documents: a presentation's speaker notes, reviewers' comments.
             speaker_notes="true" if speaker_notes else None,
             comments="true" if comments else None,
+            # A scan's language for what the bundled OCR cannot read ("kor", "fas+ara").
+            ocr_language=ocr_language,
         ),
         # The same key on every attempt: a retry after a lost answer gets the first job back.
         headers={"Idempotency-Key": idempotency_key or str(uuid.uuid4())},

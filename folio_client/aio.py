@@ -100,6 +100,7 @@ class AsyncClient:
         idempotency_key: str | None = None,
         speaker_notes: bool = False,
         comments: bool = False,
+        ocr_language: str | None = None,
     ) -> Job:
         call = _calls.submit(
             file,
@@ -111,6 +112,7 @@ class AsyncClient:
             idempotency_key=idempotency_key,
             speaker_notes=speaker_notes,
             comments=comments,
+            ocr_language=ocr_language,
         )
         return _calls.parse_job(await self._send(call))
 

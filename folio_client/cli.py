@@ -2,7 +2,8 @@
 
     folio convert PATH... [-o OUT] [--pages 1-3,7] [--engine NAME]
                           [--format md|json|blocks|chunks|pdf] [--concurrency N]
-                          [--speaker-notes] [--comments] [--force] [--quiet] [--json]
+                          [--speaker-notes] [--comments] [--ocr-language CODES]
+                          [--force] [--quiet] [--json]
     folio jobs list|show|wait|cancel
     folio engines
     folio health
@@ -119,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--comments",
         action="store_true",
         help="add reviewers' comments after what they belong with (DOCX, PPTX, XLSX, OpenDocument)",
+    )
+    convert.add_argument(
+        "--ocr-language",
+        metavar="CODES",
+        help="scans' language in Tesseract's codes (kor, fas+ara) for what the bundled OCR "
+        "cannot read; found on each page when left out",
     )
     convert.add_argument("--force", action="store_true", help="convert files already done")
     convert.add_argument("-q", "--quiet", action="store_true", help="no progress display")
@@ -239,6 +246,7 @@ def cmd_convert(args: argparse.Namespace, out: Console, err: Console) -> int:
         force=args.force,
         speaker_notes=args.speaker_notes,
         comments=args.comments,
+        ocr_language=args.ocr_language,
     )
     run = Run(items=items, options=options)
     client = AsyncClient(args.url, args.api_key, max_connections=max(10, 2 * args.concurrency))

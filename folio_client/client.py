@@ -123,10 +123,13 @@ class Client:
         idempotency_key: str | None = None,
         speaker_notes: bool = False,
         comments: bool = False,
+        ocr_language: str | None = None,
     ) -> Job:
         """Upload a file (a path or a binary file object, streamed) as a new job;
         ``speaker_notes`` and ``comments`` add an Office document's speaker notes and
-        reviewers' comments to its text (both off by default)."""
+        reviewers' comments to its text (both off by default); ``ocr_language`` names a
+        scan's language in Tesseract's codes ("kor", "fas+ara") for the lines the server's
+        bundled OCR cannot read (found on the page when left out)."""
         call = _calls.submit(
             file,
             filename=filename,
@@ -137,6 +140,7 @@ class Client:
             idempotency_key=idempotency_key,
             speaker_notes=speaker_notes,
             comments=comments,
+            ocr_language=ocr_language,
         )
         return _calls.parse_job(self._send(call))
 

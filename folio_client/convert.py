@@ -38,6 +38,8 @@ class ConvertOptions:
     # options of the same names).
     speaker_notes: bool = False
     comments: bool = False
+    # A scan's language for the lines the server's bundled OCR cannot read ("kor").
+    ocr_language: str | None = None
     poll_min: float = 0.25
     poll_max: float = 2.0
 
@@ -129,6 +131,7 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
             engine=options.engine,
             speaker_notes=options.speaker_notes,
             comments=options.comments,
+            ocr_language=options.ocr_language,
         )
         job_id = job.id
         run.in_flight[job_id] = item

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -364,8 +366,12 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
         return [], []
     notes: list[str] = []
     stacks: list[_Stack] = []
+    near = _near_rows(glyphs)
     for rule in rules:
-        sign, radicand = _radical(rule, glyphs)
+        # Only glyphs a few lines from the rule can be its numerator, denominator or radicand
+        # (a page of prose has thousands of glyphs and a hundred underlines and table rules).
+        band = near(rule.y)
+        sign, radicand = _radical(rule, band)
         if sign is not None:
             if not radicand:
                 notes.append("radical left as text: nothing found under its rule")
@@ -375,7 +381,7 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
                 _Stack(rule, [sign, *radicand], latex, sign.baseline, (_plain(radicand),))
             )
             continue
-        numerator, denominator = _fraction(rule, glyphs)
+        numerator, denominator = _fraction(rule, band)
         if not numerator or not denominator:
             continue  # an underline, an overline: no fraction
         if not _fraction_like(rule, numerator, denominator, rules, uprights, glyphs, segments):
@@ -421,6 +427,19 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
         else:
             notes.append(f"formula left as text: {' '.join(s.latex for s in row)[:60]}")
     return formulas, notes
+
+
+def _near_rows(glyphs: list[Glyph]) -> Callable[[float], list[Glyph]]:
+    """The glyphs whose middles lie within three of the page's largest type sizes of a
+    height: farther than any stack's pieces or the lines they sit on (``_fraction``)."""
+    ordered = sorted(glyphs, key=lambda g: g.cy)
+    middles = [g.cy for g in ordered]
+    reach = 3 * max(g.size for g in glyphs)
+
+    def near(y: float) -> list[Glyph]:
+        return ordered[bisect_left(middles, y - reach) : bisect_right(middles, y + reach)]
+
+    return near
 
 
 def _plain(glyphs: list[Glyph]) -> str:

@@ -183,6 +183,18 @@ def test_an_unknown_engine_is_refused_with_the_list_of_engines(api):
 
 
 @without_worker
+def test_an_ocr_language_is_tesseracts_codes_or_a_400_that_says_what_it_takes(api):
+    refused = submit(api, documents.png_page(), "page.png", ocr_language="Korean; DROP")
+    taken = submit(api, documents.png_page(), "page.png", ocr_language="FAS+ara")
+
+    assert refused.status_code == 400
+    assert "Tesseract language codes" in refused.json()["message"]
+    assert taken.status_code == 202, taken.content
+    # what the engine is given, and part of the result cache's key
+    assert Job.objects.get().options["ocr_language"] == "fas+ara"
+
+
+@without_worker
 def test_a_request_without_a_file_says_so(api):
     response = api.post("/v1/jobs", {"pages": "1"}, format="multipart")
 

@@ -630,3 +630,29 @@ def test_the_disconnect_option_is_read_from_its_header():
     request = RequestFactory().post("/", HTTP_X_CANCEL_ON_DISCONNECT="true")
 
     assert reader_options(request, body={}, url=None).cancel_on_disconnect
+
+
+@without_worker
+def test_pages_in_a_script_no_model_reads_are_named_by_the_jobs_api_and_the_reader(api):
+    from webapp.reader.responses import UNREAD_SCRIPT_HEADER, finished_response
+
+    response = post_file(api, documents.png_page(), "page.png", HTTP_PREFER="respond-async")
+    job = Job.objects.get(pk=response.json()["data"]["jobId"])
+    page = job.pages.get()
+    claim = services.page_claim(page_id=page.pk, task_id=str(page.task_id), worker="test:1")
+    # What the local engine reports for a page whose script no installed OCR model reads.
+    unread = PageResult(markdown="2020.1.1", extra={"unread_script": {"share": 0.42}})
+    services.page_complete(claim=claim, result=unread, engine_version="test")
+    job.refresh_from_db()
+
+    detail = api.get(f"/v1/jobs/{job.id}").json()
+    answer = finished_response(
+        job=job,
+        source=Source(data=b"", filename="page.png", url=""),
+        options=ReaderOptions(response_format="json"),
+        result_url="",
+    )
+
+    assert detail["review"]["unread_script_pages"] == [1]
+    assert answer[UNREAD_SCRIPT_HEADER] == "1"
+    assert json.loads(answer.content)["data"]["unreadScriptPages"] == [1]

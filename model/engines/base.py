@@ -47,6 +47,9 @@ class EngineOptions:
     # notes, and reviewers' comments, written after the content they belong with.
     speaker_notes: bool = False
     comments: bool = False
+    # The scanned page's language for the lines the bundled OCR cannot read, in Tesseract's
+    # codes ("kor", "fas+ara"); None: found on the page where needed (local engine).
+    ocr_language: str | None = None
 
     @classmethod
     def from_dict(cls, options: dict[str, Any]) -> EngineOptions:

@@ -71,7 +71,7 @@ def reread_doubtful(
             continue
         lines.txts[i], lines.scores[i] = text, score
         if len(words) == len(lines.txts):
-            lines.word_results[i] = _spread_words(text, score, quad, rotation)
+            lines.word_results[i] = spread_words(text, score, quad, rotation)
         lines.reread += 1
     return lines
 
@@ -88,7 +88,7 @@ def _worth(text: str, score: float) -> float:
     return score * len(text.strip())
 
 
-def _spread_words(text: str, score: float, quad: np.ndarray, rotation: int) -> tuple[Any, ...]:
+def spread_words(text: str, score: float, quad: np.ndarray, rotation: int) -> tuple[Any, ...]:
     """Word boxes for a line read again (the recognizer alone gives none): each word its
     share of the line by characters, along the box as the page reads it, the spaces shared
     out between neighbours so that the words cover the whole line (the ink a line's words

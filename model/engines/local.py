@@ -27,10 +27,12 @@ from PIL import Image
 from model.documents import MUPDF_LOCK, PDF, DocumentError
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
 from model.engines.line_reread import reread_doubtful
+from model.engines.local_config import LocalConfig
 from model.engines.ocr_coverage import unread_stretches
 from model.engines.ocr_layer import choose_reading, is_ocr_layer
 from model.engines.ocr_orientation import crop_line, page_rotation, reads_better_turned, unrotate
 from model.engines.ocr_output import (
+    MAX_UNREAD_SHARE,
     TEXT_SCORE,
     mean_confidence,
     ocr_boxes,
@@ -38,6 +40,7 @@ from model.engines.ocr_output import (
     unread_notes,
 )
 from model.engines.pdf_text import image_coverage, needs_ocr, pdf_page_image, text_layer_markdown
+from model.engines.tesseract_lines import ScriptReading, TesseractLines, read_unread_lines
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
 from model.markdown_hygiene import readable_markdown
@@ -79,6 +82,8 @@ class OcrReading:
     # Stretches of ink in read lines that no recognised word covers
     # (``model.engines.ocr_coverage``); None without word boxes.
     stretches: list[list[Any]] | None
+    # What Tesseract read of the lines the bundled models could not (``tesseract_lines``).
+    script: ScriptReading = ScriptReading()
 
 
 class LocalEngine:
@@ -87,10 +92,12 @@ class LocalEngine:
     version: ClassVar[str] = "local-10"
     max_pages_in_flight: ClassVar[int] = 1
 
-    def __init__(self) -> None:
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        self._config = config or LocalConfig.from_env()
         self._ocr: Any = None
         self._classifier: Any = None
         self._reader: Any = None
+        self._tesseract = TesseractLines()
         self._ocr_lock = threading.Lock()
 
     def load(self) -> None:
@@ -206,7 +213,18 @@ class LocalEngine:
         result.layout = reading.layout
         result.extra["rotation"] = reading.rotation
         result.extra["unread_share"] = reading.unread
-        result.extra["extraction_notes"] = unread_notes(reading.unread)
+        result.extra["extraction_notes"] = unread_notes(reading.unread, reading.script.missing)
+        if reading.script.lines:
+            result.extra["tesseract"] = {
+                "language": reading.script.language,
+                "lines": reading.script.lines,
+            }
+        if reading.unread > MAX_UNREAD_SHARE or reading.script.missing:
+            # Every API names such pages: text is missing that no installed model reads.
+            result.extra["unread_script"] = {
+                "share": reading.unread,
+                "language": reading.script.missing,
+            }
         if reading.stretches is not None:
             # The ``coverage`` signal reads them: text skipped inside a line that was read.
             result.extra["unread_stretches"] = reading.stretches
@@ -254,6 +272,23 @@ class LocalEngine:
                 output = read_confidently(again)
                 boxes = ocr_boxes(output)
                 raw = again
+            # Lines in a script the bundled models do not read, read by Tesseract where its
+            # language data is installed.
+            again, script = read_unread_lines(
+                raw,
+                pixels,
+                rotation,
+                crop_line,
+                self._tesseract,
+                unread=output.unread,
+                language=options.ocr_language if options else None,
+            )
+            if again is not raw:
+                output = read_confidently(again)
+                boxes = ocr_boxes(output)
+                raw = again
+            if script.rotation is not None:
+                rotation = script.rotation
             unread = output.unread
         height, width = pixels.shape[:2]
         upright = [unrotate(box, rotation, width, height) for box in boxes]
@@ -298,7 +333,7 @@ class LocalEngine:
             logger.warning("unread stretches not measured", exc_info=True)
             stretches = None
         return OcrReading(
-            markdown, rotation, mean_confidence(output), layout, lines, unread, stretches
+            markdown, rotation, mean_confidence(output), layout, lines, unread, stretches, script
         )
 
     def _engines(self) -> tuple[Any, Any]:
@@ -307,11 +342,12 @@ class LocalEngine:
         if self._ocr is None:
             from rapidocr import RapidOCR
 
-            self._ocr = RapidOCR(params=RAPIDOCR_PARAMS)
+            params = self._params()
+            self._ocr = RapidOCR(params=params)
             # A second, classifier-only instance: RapidOCR's result drops the per-line
             # orientation, and toggling use_det on the main instance would be shared state.
             self._classifier = RapidOCR(
-                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_rec": False}
+                params={**params, "Global.use_det": False, "Global.use_rec": False}
             )
         return self._ocr, self._classifier
 
@@ -322,9 +358,17 @@ class LocalEngine:
             from rapidocr import RapidOCR
 
             self._reader = RapidOCR(
-                params={**RAPIDOCR_PARAMS, "Global.use_det": False, "Global.use_cls": False}
+                params={**self._params(), "Global.use_det": False, "Global.use_cls": False}
             )
         return self._reader
+
+    def _params(self) -> dict[str, Any]:
+        threads = self._config.ocr_threads
+        return {
+            **RAPIDOCR_PARAMS,
+            "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+            "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+        }
 
 
 def _one_line_pdf(text: str) -> bytes:

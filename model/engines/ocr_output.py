@@ -77,14 +77,25 @@ def unread_share(output: Any) -> float:
     return round(unread / total, 3) if total else 0.0
 
 
-def unread_notes(unread: float) -> list[str]:
-    if unread <= MAX_UNREAD_SHARE:
-        return []
-    return [
-        f"{unread:.0%} of the page's text could not be read: a script the bundled OCR models "
-        "do not know (they read Latin, Chinese and Japanese; not Arabic, Hebrew or Korean), "
-        "or print too damaged to read"
-    ]
+def unread_notes(unread: float, missing: str | None = None) -> list[str]:
+    """What the page's reading says of text no model read; ``missing``: the job's OCR
+    language, where its Tesseract data is not installed."""
+    notes = []
+    if missing:
+        notes.append(
+            f"the job asks for OCR in '{missing}', whose Tesseract language data is not "
+            f"installed on this worker (on Debian: apt-get install "
+            + " ".join(f"tesseract-ocr-{code.replace('_', '-')}" for code in missing.split("+"))
+            + ")"
+        )
+    if unread > MAX_UNREAD_SHARE:
+        notes.append(
+            f"{unread:.0%} of the page's text could not be read: a script no installed OCR "
+            "model reads (the bundled ones read Latin, Chinese and Japanese; Tesseract reads "
+            "the languages whose data is installed, README 'OCR languages'), or print too "
+            "damaged to read"
+        )
+    return notes
 
 
 def mean_confidence(output: Any) -> float | None:

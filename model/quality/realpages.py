@@ -25,6 +25,7 @@ import re
 import sys
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -195,6 +196,21 @@ def plain_text(markdown: str) -> str:
 def similarity(output: str, reference: str) -> float:
     """1 − normalised edit distance of the two texts' words (1.0: identical)."""
     return 1.0 - Levenshtein.normalized_distance(plain_text(output), plain_text(reference))
+
+
+_LINK = re.compile(r"(?<!!)\[([^\]]*)\]\([^)]*\)")
+
+
+def words_kept(output: str, reference: str) -> float:
+    """The share of the reference's words (counted with repeats, markup and link targets
+    out, case folded) that the output holds: what a content pick lost, whatever the order."""
+
+    def counts(markdown: str) -> Counter[str]:
+        return Counter(plain_text(_LINK.sub(r"\1", markdown)).casefold().split())
+
+    wanted, found = counts(reference), counts(output)
+    total = sum(wanted.values())
+    return sum(min(n, found[w]) for w, n in wanted.items()) / total if total else 1.0
 
 
 @dataclass

@@ -117,6 +117,7 @@ class JobListCreateView(APIView):
                     review_threshold=serializer.validated_data.get("review_threshold"),
                     speaker_notes=serializer.validated_data.get("speaker_notes", False),
                     comments=serializer.validated_data.get("comments", False),
+                    ocr_language=serializer.validated_data.get("ocr_language"),
                 ),
                 idempotency_key=idempotency_key,
                 webhook_url=serializer.validated_data.get("webhook_url"),

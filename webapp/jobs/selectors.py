@@ -94,6 +94,13 @@ def job_markdown(*, job: Job) -> str:
     return "\n\n".join(text for page in pages if (text := page_text(page))) + "\n"
 
 
+def job_unread_script_pages(*, job: Job) -> list[int]:
+    """The pages holding text in a script no installed OCR model reads (the local engine's
+    ``unread_script``): their Markdown lacks it."""
+    pages = job.pages.filter(extra__has_key="unread_script").order_by("number")
+    return list(pages.values_list("number", flat=True))
+
+
 def job_pages_finished_in_order(*, job: Job, after: int) -> list[Page]:
     """The finished pages past the first ``after``, stopping at the first unfinished one, so
     that a stream of pages never skips ahead of a page still being read."""

@@ -8,7 +8,7 @@ from model.layout import BLOCK_TYPES
 from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.jobs.models import Job, Page
 from webapp.jobs.outputs import PAGE_MARKER_MAX
-from webapp.jobs.selectors import job_progress
+from webapp.jobs.selectors import job_progress, job_unread_script_pages
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -35,6 +35,13 @@ class JobCreateSerializer(serializers.Serializer):
         required=False,
         default=False,
         help_text="reviewers' comments after the content (DOCX, PPTX, XLSX, OpenDocument)",
+    )
+    ocr_language = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=40,
+        help_text="a scan's language in Tesseract's codes (`kor`, `fas+ara`) for the lines "
+        "the bundled OCR cannot read; found on the page if empty",
     )
     webhook_url = serializers.CharField(
         required=False,
@@ -225,7 +232,12 @@ class JobDetailSerializer(JobSerializer):
 
     def get_review(self, job: Job) -> dict:
         numbers = job.pages.filter(needs_review=True).order_by("number")
-        return {**super().get_review(job), "pages": list(numbers.values_list("number", flat=True))}
+        return {
+            **super().get_review(job),
+            "pages": list(numbers.values_list("number", flat=True)),
+            # pages with text in a script no installed OCR model reads (missing from them)
+            "unread_script_pages": job_unread_script_pages(job=job),
+        }
 
     def get_pages(self, job: Job) -> list[dict]:
         query = self.context.get("pages", {})

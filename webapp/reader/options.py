@@ -38,6 +38,7 @@ BODY_OPTIONS = {
     "X-Folio-Chunk-Tokens": "chunkTokens",
     "X-Folio-Speaker-Notes": "speakerNotes",
     "X-Folio-Comments": "comments",
+    "X-Folio-OCR-Language": "ocrLanguage",
 }
 # X-Folio-Format: what the answer holds beside (or instead of) the Markdown.
 OUTPUTS = ("markdown", "blocks", "chunks", "pdf")
@@ -65,6 +66,7 @@ class ReaderOptions:
     # Documents read from their structure: a presentation's speaker notes, reviewers' comments.
     speaker_notes: bool = False
     comments: bool = False
+    ocr_language: str | None = None
 
     @property
     def plain_text(self) -> bool:
@@ -104,6 +106,7 @@ def reader_options(request, *, body: dict, url: str | None) -> ReaderOptions:
         chunk_tokens=_chunk_tokens(option("X-Folio-Chunk-Tokens")),
         speaker_notes=_flag("X-Folio-Speaker-Notes", option("X-Folio-Speaker-Notes")),
         comments=_flag("X-Folio-Comments", option("X-Folio-Comments")),
+        ocr_language=option("X-Folio-OCR-Language") or None,
     )
 
 

@@ -19,6 +19,8 @@ from webapp.jobs.waiting import HeldWhileStreaming, WaiterSlot, job_updates
 from webapp.reader.options import ReaderOptions
 from webapp.reader.sources import Source
 
+# Names the pages (comma-separated numbers) with text no installed OCR model could read.
+UNREAD_SCRIPT_HEADER = "X-Folio-Unread-Script-Pages"
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -32,6 +34,8 @@ def reader_data(*, job: Job, source: Source, options: ReaderOptions) -> dict:
         **_body(markdown, options),
         "numPages": job.document.page_count,
         "usage": {"tokens": job.input_tokens + job.output_tokens},
+        # Pages with text in a script no installed OCR model reads: their text is missing.
+        "unreadScriptPages": selectors.job_unread_script_pages(job=job),
     }
 
 
@@ -68,6 +72,8 @@ def finished_response(
         response = HttpResponse(plain_text(data), content_type="text/plain; charset=utf-8")
     response["X-Usage-Tokens"] = str(tokens)
     response["X-Folio-Job"] = str(job.id)
+    if data["unreadScriptPages"]:
+        response[UNREAD_SCRIPT_HEADER] = ",".join(map(str, data["unreadScriptPages"]))
     return response
 
 

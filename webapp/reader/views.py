@@ -81,6 +81,7 @@ class _ReaderBase(APIView):
                     normalize=options.normalize,
                     speaker_notes=options.speaker_notes,
                     comments=options.comments,
+                    ocr_language=options.ocr_language,
                 ),
                 cache=services.CachePolicy(
                     use=not options.no_cache, max_age=options.cache_tolerance

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -42,6 +43,10 @@ class SubmissionError(ValueError):
         self.retry_after = retry_after
 
 
+# Tesseract's language codes (three letters, a script or variant suffix), joined by "+".
+_OCR_LANGUAGE = re.compile(r"^[a-z]{3}(?:_[a-z]+)?(?:\+[a-z]{3}(?:_[a-z]+)?){0,3}$")
+
+
 @dataclass(frozen=True)
 class JobOptions:
     # A request's own, else FOLIO_TABLE_FORMAT (``parse``); this default only fills jobs built
@@ -61,6 +66,9 @@ class JobOptions:
     # Documents read from their structure: a presentation's speaker notes, reviewers' comments.
     speaker_notes: bool = False
     comments: bool = False
+    # A scan's language for the lines the bundled OCR models cannot read, in Tesseract's
+    # codes ("kor", "fas+ara"); None: the local engine finds it on the page.
+    ocr_language: str | None = None
 
     @classmethod
     def parse(
@@ -74,6 +82,7 @@ class JobOptions:
         review_threshold: float | None = None,
         speaker_notes: bool = False,
         comments: bool = False,
+        ocr_language: str | None = None,
     ) -> JobOptions:
         """A request's options; what it leaves out comes from the server's defaults
         (FOLIO_TABLE_FORMAT, FOLIO_HEADERS, FOLIO_NORMALIZE)."""
@@ -93,6 +102,12 @@ class JobOptions:
             raise SubmissionError(
                 f"review_threshold must be above 0 and at most 1, not {review_threshold}"
             )
+        ocr_language = (ocr_language or "").strip().lower() or None
+        if ocr_language is not None and not _OCR_LANGUAGE.match(ocr_language):
+            raise SubmissionError(
+                f"ocr_language {ocr_language!r} is not a list of Tesseract language codes "
+                "joined by '+' (e.g. 'kor' or 'fas+ara'; README, 'OCR languages')"
+            )
         if token_budget is not None and token_budget < 1:
             raise SubmissionError(f"the token budget must be a positive number, not {token_budget}")
         return cls(
@@ -104,6 +119,7 @@ class JobOptions:
             review_threshold=review_threshold,
             speaker_notes=bool(speaker_notes),
             comments=bool(comments),
+            ocr_language=ocr_language,
         )
 
     @classmethod
@@ -123,6 +139,8 @@ class JobOptions:
             options["speaker_notes"] = True
         if self.comments:
             options["comments"] = True
+        if self.ocr_language:
+            options["ocr_language"] = self.ocr_language
         return options
 
     def as_dict(self) -> dict:
