@@ -126,7 +126,10 @@ class Client:
     ) -> Job:
         """Upload a file (a path or a binary file object, streamed) as a new job;
         ``speaker_notes`` and ``comments`` add an Office document's speaker notes and
-        reviewers' comments to its text (both off by default)."""
+        reviewers' comments to its text (both off by default). ``engine="auto"`` reads every
+        page with ``local`` and the pages it reads badly again with a VLM engine: each page's
+        ``engine`` and ``escalation`` say which reading it holds and why, ``Job.auto`` the
+        share sent on and the VLM seconds."""
         call = _calls.submit(
             file,
             filename=filename,
