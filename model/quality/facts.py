@@ -1,9 +1,12 @@
 """What the page itself says, independent of its transcription: its ink, its text layer and
 that layer's lines, and (where the output has tables with gaps) its ruled grids.
 
-The page is opened once; its ink is measured on a 36 dpi grey rendering and its text layer
-read once (a few milliseconds). The table finder behind the ruled grids costs tens of
-milliseconds and runs only when asked (``find_grids``).
+The page is opened once; it is drawn once, grey, at 72 dpi: its ink share is measured on
+that drawing halved (36 dpi), and its glyph-shaped marks are counted on it (``glyph_count``:
+what a reading of its text should come to). Its text layer is read once, with the runs set
+in math fonts, and how much of it is invisible text over a picture (an OCR layer). A few
+milliseconds to a few tens on a dense page (``bench/signal_costs.py``). The table finder
+behind the ruled grids costs tens of milliseconds and runs only when asked (``find_grids``).
 """
 
 from __future__ import annotations
@@ -17,13 +20,19 @@ import pymupdf
 from model.documents import MUPDF_LOCK, PDF
 from model.engines.base import PageInput
 from model.quality.merged_cells import Grid, page_grids
-from model.quality.page_lines import Line, pdf_lines
+from model.quality.page_lines import Line, math_runs, pdf_lines
 from model.rendering import open_page_image
 
 logger = logging.getLogger(__name__)
 
 INK_LEVEL = 160  # grey level below which a pixel is ink
-INK_DPI = 36
+# The page is drawn at GLYPH_DPI; its ink share is measured at half that (the share the
+# ``empty`` signal's threshold was chosen at, on a 36 dpi rendering).
+GLYPH_DPI = 72
+# A glyph-shaped mark at 72 dpi: as tall as 6 to 40 points of type, no wider than three
+# times its height (a rule is), and not a speck.
+GLYPH_HEIGHT = (3, 40)
+GLYPH_MIN_AREA = 4
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,13 @@ class PageFacts:
     # Measurements that were asked for and failed (the table finder): their signals are not
     # judged, and the ``steps`` signal says so.
     skipped: tuple[str, ...] = ()
+    # Marks of the page's drawing shaped like glyphs (``glyph_count``); None if not drawn.
+    glyphs: int | None = None
+    # The text layer's runs set in math fonts or math characters (``page_lines.math_runs``).
+    math_runs: tuple[str, ...] = ()
+    # The share of the text layer's characters that are invisible (render mode 3, or fully
+    # transparent) over a picture: a scan's OCR layer. None without a text layer.
+    invisible: float | None = None
 
 
 def page_facts(page: PageInput, *, find_grids: bool = False) -> PageFacts:
@@ -50,8 +66,9 @@ def page_facts(page: PageInput, *, find_grids: bool = False) -> PageFacts:
     try:
         if page.mime_type == PDF:
             return _pdf_facts(page, find_grids=find_grids)
-        image = open_page_image(page.data, page.mime_type, page.page_number, long_side=400)
-        return PageFacts(ink=ink_share(image.convert("L").tobytes()), text_layer=None)
+        image = open_page_image(page.data, page.mime_type, page.page_number, long_side=842)
+        grey = np.asarray(image.convert("L"))
+        return PageFacts(ink=_ink_halved(grey), text_layer=None, glyphs=glyph_count(grey))
     except Exception:  # signals must never fail a page that was transcribed
         logger.warning("page %s: cannot measure the page for quality signals", page.page_number)
         return PageFacts(ink=None, text_layer=None, skipped=("page facts",))
@@ -66,17 +83,19 @@ def _pdf_facts(page: PageInput, *, find_grids: bool) -> PageFacts:
             text = pdf_page.get_text("text")
             layout = pdf_page.get_text("dict", flags=pymupdf.TEXTFLAGS_TEXT)
             width = float(pdf_page.rect.width)
-            pix = pdf_page.get_pixmap(dpi=INK_DPI, colorspace=pymupdf.csGRAY, alpha=False)
-            ink = ink_share(pix.samples)
+            pix = pdf_page.get_pixmap(dpi=GLYPH_DPI, colorspace=pymupdf.csGRAY, alpha=False)
+            grey = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.width)
             usable = usable_text_layer(text)
+            invisible = _invisible_over_pictures(pdf_page) if usable else None
             grids = None
             if find_grids and usable:
                 grids = _page_grids(pdf_page, page.page_number)
                 skipped = ("table finder",) if grids is None else ()
         finally:
             doc.close()
+    ink, glyphs = _ink_halved(grey), glyph_count(grey)
     if not usable:
-        return PageFacts(ink=ink, text_layer=None)
+        return PageFacts(ink=ink, text_layer=None, glyphs=glyphs)
     return PageFacts(
         ink=ink,
         text_layer=text,
@@ -84,6 +103,9 @@ def _pdf_facts(page: PageInput, *, find_grids: bool) -> PageFacts:
         width=width,
         grids=grids,
         skipped=skipped,
+        glyphs=glyphs,
+        math_runs=tuple(math_runs(layout)),
+        invisible=invisible,
     )
 
 
@@ -105,3 +127,43 @@ def usable_text_layer(text: str) -> bool:
 def ink_share(grey: bytes) -> float:
     pixels = np.frombuffer(grey, dtype=np.uint8)
     return float((pixels < INK_LEVEL).mean()) if pixels.size else 0.0
+
+
+def _ink_halved(grey: np.ndarray) -> float:
+    """The ink share of the drawing at half its resolution (2 x 2 pixels averaged)."""
+    height, width = (grey.shape[0] // 2) * 2, (grey.shape[1] // 2) * 2
+    if not height or not width:
+        return 0.0
+    blocks = grey[:height, :width].reshape(height // 2, 2, width // 2, 2).mean(axis=(1, 3))
+    return float((blocks < INK_LEVEL).mean())
+
+
+def glyph_count(grey: np.ndarray) -> int:
+    """The marks of a grey drawing shaped like glyphs (connected ink of a type's height, not
+    much wider than tall, more than a speck): about one a character of its text, so what a
+    complete reading's length should be near. Pictures add marks of their own."""
+    import cv2  # the OCR's dependency; only where the signals run
+
+    binary = np.ascontiguousarray((grey < INK_LEVEL).astype(np.uint8))
+    _count, _labels, stats, _centres = cv2.connectedComponentsWithStats(binary, connectivity=8)
+    widths, heights = stats[1:, cv2.CC_STAT_WIDTH], stats[1:, cv2.CC_STAT_HEIGHT]
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    low, high = GLYPH_HEIGHT
+    shaped = (heights >= low) & (heights <= high) & (widths <= 3 * heights)
+    return int((shaped & (areas >= GLYPH_MIN_AREA)).sum())
+
+
+def _invisible_over_pictures(pdf_page: pymupdf.Page) -> float:
+    """The share of the text layer's characters drawn invisible (render mode 3, or with no
+    opacity) inside a picture on the page: what OCR programs lay over a scan."""
+    pictures = [pymupdf.Rect(info["bbox"]) for info in pdf_page.get_image_info()]
+    total = hidden = 0
+    for span in pdf_page.get_texttrace():
+        count = len(span.get("chars", ()))
+        total += count
+        if span.get("type") == 3 or span.get("opacity", 1.0) == 0:
+            box = pymupdf.Rect(span["bbox"])
+            centre = pymupdf.Point((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+            if any(centre in picture for picture in pictures):
+                hidden += count
+    return round(hidden / total, 3) if total else 0.0

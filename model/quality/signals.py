@@ -19,6 +19,7 @@ from typing import Any
 from model.engines.base import PageInput, PageResult
 from model.quality import content_signals as content
 from model.quality import form_signals as form
+from model.quality import independent_signals as independent
 from model.quality.facts import PageFacts, page_facts
 from model.quality.page_lines import Line
 from model.quality.parsed import ParsedPage, parse_page
@@ -45,9 +46,18 @@ class EngineReport:
     ocr_width: float | None = None
     extraction_notes: list[str] | None = None
     unread_stretches: list[list[Any]] | None = None
+    # How the text was obtained ("text-layer", "ocr", "vlm", ...).
+    method: str = ""
+    # Two readings of some lines compared (``model.engines.reading_agreement``).
+    agreement: dict[str, Any] | None = None
+    # Steps after the engine's reading that failed (the page kept its reading from before
+    # each), and measurements for the signals that could not be made.
+    failed_steps: tuple[Any, ...] = ()
+    skipped_steps: tuple[str, ...] = ()
 
     @classmethod
-    def from_extra(cls, extra: dict[str, Any]) -> EngineReport:
+    def from_result(cls, result: PageResult) -> EngineReport:
+        extra = result.extra
         confidence = extra.get("ocr_confidence")
         return cls(
             ocr_confidence=float(confidence) if confidence is not None else None,
@@ -55,6 +65,10 @@ class EngineReport:
             ocr_width=extra.get("ocr_width"),
             extraction_notes=extra.get("extraction_notes"),
             unread_stretches=extra.get("unread_stretches"),
+            method=result.method,
+            agreement=extra.get("agreement"),
+            failed_steps=tuple(extra.get("failed_steps") or ()),
+            skipped_steps=tuple(extra.get("skipped_steps") or ()),
         )
 
 
@@ -88,6 +102,13 @@ def page_signals(
         content.line_confidence_signal(ocr),
         content.coverage_signal(report.unread_stretches),
         form.extraction_signal(report.extraction_notes),
+        independent.agreement_signal(report.agreement),
+        independent.ink_signal(parsed, facts.glyphs),
+        independent.steps_signal(
+            list(report.failed_steps), [*report.skipped_steps, *facts.skipped]
+        ),
+        independent.math_prose_signal(parsed, facts.math_runs),
+        independent.invisible_text_signal(facts.invisible, report.method),
     ]
     return [s for s in signals if s is not None]
 
@@ -100,7 +121,7 @@ def quality_report(
     parsed = parse_page(result.markdown)
     # The ruled grid is looked for only where an output table has cells to judge by it.
     facts = page_facts(page, find_grids=bool(parsed.tables_with_gaps))
-    signals = page_signals(parsed, facts, EngineReport.from_extra(result.extra))
+    signals = page_signals(parsed, facts, EngineReport.from_result(result))
     return verdict(signals, threshold)
 
 
