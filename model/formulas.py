@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from model.steps import no_findings, page_step, unchanged_with_no_notes
+
 # A span is a script when its type is this much smaller than the line's body type ...
 SCRIPT_SIZE_RATIO = 0.9
 # ... and its baseline sits this share of the body size above (super) or below (sub) it.
@@ -105,6 +107,7 @@ def _latex_text(text: str) -> str:
     return "".join(_latex_char(ch) for ch in text)
 
 
+@page_step("formula rebuilding", fallback=no_findings)
 def page_formulas(
     page_dict: dict[str, Any], skip: list[tuple[float, float, float, float]] | None = None
 ) -> list[Formula]:
@@ -242,6 +245,7 @@ def _plain_index(line: str) -> tuple[str, list[int]]:
     return _squash("".join(chars)), where
 
 
+@page_step("formula rebuilding", fallback=unchanged_with_no_notes)
 def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[str]]:
     """The Markdown with each formula's flat text replaced by its LaTeX; and notes for the
     formulas that could not be placed (they stay as text, and the page is flagged)."""

@@ -1,6 +1,6 @@
 """Where a scanned table's ruling says two cells are one.
 
-The OCR table layout (``model.postprocess``) knows a table's columns from where its text
+The OCR table layout (``model.scan_layout``) knows a table's columns from where its text
 lines sit, but a text line's box is as wide as its text, not as its cell: "Europe" centred
 over four columns looks like a cell of one column with three empty neighbours, and a cell
 whose text wraps onto a second line looks like a second row. A ruled table says which it is:
@@ -22,6 +22,8 @@ from html import escape
 from typing import Any
 
 import numpy as np
+
+from model.steps import nothing, page_step
 
 # A gap holds a rule when some pixel column of it is dark over this share of the row's height
 # (a glyph's stem covers under half of a padded text box; noise and JPEG leave gaps in a
@@ -56,7 +58,7 @@ class RuledPage:
                 grey = np.ascontiguousarray(np.rot90(grey, 2))
             if abs(self._skew) >= 0.15:
                 height, width = grey.shape[:2]
-                # The same turn as ``postprocess._level``: about the middle, by -skew.
+                # The same turn as ``scan_lines.level_box``: about the middle, by -skew.
                 turn = cv2.getRotationMatrix2D((width / 2, height / 2), self._skew, 1.0)
                 grey = cv2.warpAffine(grey, turn, (width, height), borderValue=255)
             self._ink = np.asarray(grey) < INK_BELOW
@@ -108,6 +110,7 @@ class Cell:
     column: int = 0  # the first column it covers
 
 
+@page_step("ruled grids", fallback=nothing)
 def ruled_cells(
     bands: list[tuple[float, float]],
     columns: list[tuple[float, float]],
@@ -209,6 +212,7 @@ def cells_html(rows: list[list[Cell]]) -> str:
     return "<table>" + "".join(out) + "</table>"
 
 
+@page_step("ruled grids", fallback=nothing)
 def ruled_page(pixels: Any, rotation: int, skew_degrees: float) -> RuledPage | None:
     """The ruling of an upright page (``rotation`` 0) or one scanned upside down (180) from
     the scanned image's pixels; None for a sideways page (its tables are left unmerged)."""

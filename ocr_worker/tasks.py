@@ -110,12 +110,11 @@ def _transcribe(task, claim: services.PageClaim) -> str:
             factor=2, retries=claim.attempts, maximum=RETRY_BACKOFF_MAX_SECONDS, full_jitter=True
         )
         raise task.retry(countdown=countdown, max_retries=None) from exc
-    except EngineError as exc:
-        return _failed(claim, str(exc))
     except SoftTimeLimitExceeded:
-        return _failed(
-            claim, f"the page took longer than {settings.FOLIO_PAGE_SOFT_TIME_LIMIT} s, the limit"
-        )
+        return _failed(claim, _past_soft_limit())
+    except EngineError as exc:
+        # An engine that caught the soft limit as any other failure still ran out of time.
+        return _failed(claim, _past_soft_limit() if _timed_out(exc) else str(exc))
     except Exception:
         logger.exception("page %s: unexpected engine failure", claim.page_id)
         return _failed(claim, "the engine failed on this page (an internal error)")
@@ -230,6 +229,22 @@ def expire_jobs() -> int:
     expired = services.jobs_expire()
     account_services.usage_counters_prune()
     return expired
+
+
+def _past_soft_limit() -> str:
+    return f"the page took longer than {settings.FOLIO_PAGE_SOFT_TIME_LIMIT} s, the limit"
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether the soft time limit is what ``exc`` came from (as its cause or context)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, SoftTimeLimitExceeded):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _worker_id(node: str | None) -> str:

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from model.engines.auto import Choice, best_vlm, escalates, keep_reading, with_auto
 from model.engines.base import PageResult
+from model.engines.registry import engine_spec
 from model.layout.schema import whole_page_layout
 from tests import documents
 from tests.workers import purge_queues
@@ -27,6 +28,7 @@ from webapp.results.models import CachedPage
 from webapp.results.services import cached_page_store
 
 VLM = "transformers"
+LOCAL_VERSION = engine_spec("local").version
 
 
 def reading(text: str, score: float, *, tokens: int = 5, seconds: float = 0.5) -> PageResult:
@@ -124,7 +126,7 @@ def test_a_page_under_the_threshold_is_saved_as_local_read_it(job, served):
     page = job.pages.get()
     assert page.engine == "local"  # an auto job's page goes to local's queue first
     outcome = escalation.local_reading_done(
-        claim=claim(page), result=reading("A clean page", 0.0), engine_version="local-9"
+        claim=claim(page), result=reading("A clean page", 0.0), engine_version=LOCAL_VERSION
     )
     assert outcome == "done"
     page.refresh_from_db()
@@ -139,7 +141,7 @@ def test_a_page_under_the_threshold_is_saved_as_local_read_it(job, served):
 def test_with_no_vlm_served_auto_is_local_and_says_so(job, served):
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version="local-9"
+        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version=LOCAL_VERSION
     )
     page.refresh_from_db()
     job.refresh_from_db()
@@ -156,7 +158,7 @@ def test_a_doubtful_page_goes_to_the_vlm_and_the_better_reading_is_kept(job, ser
     first = claim(page)
     local_message = page.task_id
     outcome = escalation.local_reading_done(
-        claim=first, result=reading("A doubtful page", 0.6, tokens=7), engine_version="local-9"
+        claim=first, result=reading("A doubtful page", 0.6, tokens=7), engine_version=LOCAL_VERSION
     )
     assert outcome == "escalated"
     page.refresh_from_db()
@@ -193,11 +195,10 @@ def test_a_vlm_reading_that_scores_worse_leaves_the_page_its_local_reading(job, 
     served.add(VLM)
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version="local-9"
+        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version=LOCAL_VERSION
     )
-    escalation.vlm_reading_done(
-        claim=claim(page), result=reading("w1 w2 w3 w4 w5 w6 w7", 0.95), engine_version="transformers-2"
-    )
+    worse = reading("w1 w2 w3 w4 w5 w6 w7", 0.95)
+    escalation.vlm_reading_done(claim=claim(page), result=worse, engine_version="transformers-2")
     page.refresh_from_db()
     assert (page.engine, page.markdown, page.escalation["kept"]) == (
         "local", "A doubtful page", "local",
@@ -228,7 +229,7 @@ def test_cancelling_keeps_the_local_reading_of_a_page_waiting_for_its_vlm_pass(j
     served.add(VLM)
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version="local-9"
+        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version=LOCAL_VERSION
     )
     assert services.job_cancel(job=job)
     page.refresh_from_db()
@@ -254,9 +255,8 @@ def test_a_page_is_not_sent_on_once_the_token_budget_is_spent(make_user, served)
         options=services.JobOptions.parse(token_budget=10),
     )
     page = job.pages.get()
-    escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6, tokens=12), engine_version="l"
-    )
+    over = reading("A doubtful page", 0.6, tokens=12)
+    escalation.local_reading_done(claim=claim(page), result=over, engine_version=LOCAL_VERSION)
     page.refresh_from_db()
     assert page.status == Page.Status.SUCCEEDED and "token budget" in page.escalation["why"]
 
@@ -266,7 +266,7 @@ def test_an_escalated_page_whose_vlm_left_keeps_its_local_reading(job, served):
     served.add(VLM)
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version="local-9"
+        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version=LOCAL_VERSION
     )
     assert escalation.escalated_pages_settle_unserved(served={"local", VLM}) == 0
     assert escalation.escalated_pages_settle_unserved(served=None) == 0
@@ -280,7 +280,7 @@ def test_the_reaper_sends_an_escalated_page_again_to_its_vlm_queue(job, served):
     served.add(VLM)
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version="local-9"
+        claim=claim(page), result=reading("A doubtful page", 0.6), engine_version=LOCAL_VERSION
     )
     purge_queues(engine_queue(VLM))  # the broker lost the message
     Page.objects.filter(pk=page.pk).update(sent_at=timezone.now() - timedelta(minutes=5))
@@ -298,7 +298,7 @@ def test_an_auto_job_is_answered_from_a_vlm_reading_in_the_cache_not_from_a_doub
     job = services.job_submit(owner=owner, data=data, filename="a.pdf", page_selection="1")
     common = {"sha256": job.document.sha256, "options": options, "owner_id": owner.pk}
     cached_page_store(
-        **common, engine="local", engine_version="local-9", page_number=2, markdown="doubtful",
+        **common, engine="local", engine_version=LOCAL_VERSION, page_number=2, markdown="doubtful",
         layout={"blocks": []}, method="ocr", input_tokens=0, output_tokens=1,
         quality={"score": 0.7, "needs_review": False},
     )  # fmt: skip
@@ -340,7 +340,7 @@ def test_an_auto_job_needs_a_local_worker(make_user, monkeypatch):
 def test_a_local_reading_under_the_threshold_answers_the_next_auto_job(job, served):
     page = job.pages.get()
     escalation.local_reading_done(
-        claim=claim(page), result=reading("A clean page", 0.0), engine_version="local-9"
+        claim=claim(page), result=reading("A clean page", 0.0), engine_version=LOCAL_VERSION
     )
     again = services.job_submit(
         owner=job.owner, data=documents.born_digital_pdf(), filename="report.pdf",

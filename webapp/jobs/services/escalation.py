@@ -33,6 +33,7 @@ from webapp.jobs.services.page_lifecycle import (
     page_fail,
 )
 from webapp.jobs.services.readings import reading_back, reading_kept_aside
+from webapp.jobs.services.sending import pages_send
 
 logger = logging.getLogger(__name__)
 
@@ -116,9 +117,6 @@ def page_escalate(
     """Send the claimed page to ``engine``'s queue with a new task id, holding ``local`` (its
     local reading, or ``None`` where the local engine failed); ``False`` if this claim was
     superseded. Like a hand-over, the move is not a failed attempt."""
-    # Imported here: submission imports the page lifecycle, which this module builds on.
-    from webapp.jobs.services.submission import pages_send
-
     new_task_id = uuid.uuid4()
     with transaction.atomic():
         moved = Page.objects.filter(

@@ -14,6 +14,7 @@ from django.utils import timezone
 from webapp.core.storage import stored_content_lock
 from webapp.core.storage import tree_delete as storage_tree_delete
 from webapp.jobs.models import Document, Job, Page
+from webapp.jobs.queueing import pages_revoke
 from webapp.jobs.services.page_lifecycle import escalated_pages_settle, retention_expiry
 from webapp.results.services import cached_pages_forget
 from webapp.webhooks import services as webhook_services
@@ -22,10 +23,10 @@ logger = logging.getLogger(__name__)
 
 
 def job_cancel(*, job: Job) -> bool:
-    """Cancel a queued or running job: its queued pages are cancelled (their messages become
-    no-ops at claim), pages running now may still finish and are kept. An ``auto`` job's page
-    waiting for its VLM pass keeps the local reading it holds. ``False`` if the job had
-    already ended."""
+    """Cancel a queued or running job: its queued pages are cancelled and their messages
+    revoked (the workers drop them unrun; any that slip through are no-ops at claim), pages
+    running now may still finish and are kept. An ``auto`` job's page waiting for its VLM
+    pass keeps the local reading it holds. ``False`` if the job had already ended."""
     now = timezone.now()
     with transaction.atomic():
         cancelled = Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(
@@ -35,13 +36,17 @@ def job_cancel(*, job: Job) -> bool:
         )
         if not cancelled:
             return False
+        queued = Page.objects.filter(job_id=job.pk, status=Page.Status.QUEUED)
+        task_ids = list(queued.values_list("task_id", flat=True))
         escalated_pages_settle(
             pages=Page.objects.filter(job_id=job.pk),
             why="the job was cancelled before the VLM read the page",
         )
-        pages = Page.objects.filter(job_id=job.pk, status=Page.Status.QUEUED).update(
+        pages = queued.update(
             status=Page.Status.CANCELLED, finished_at=now, error="the job was cancelled"
         )
+        # Their messages are dropped by the workers unrun, not claimed one by one.
+        transaction.on_commit(lambda: pages_revoke(task_ids))
         Job.objects.filter(pk=job.pk).update(pages_cancelled=F("pages_cancelled") + pages)
         webhook_services.job_event_record(job_id=job.pk)
     logger.info("job %s cancelled (%d pages not transcribed)", job.pk, pages)
