@@ -101,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     convert.add_argument("-o", "--out", type=Path, help="write under OUT, mirroring the tree")
     convert.add_argument("--pages", help="pages of every file, e.g. 1-3,7 (default: all)")
-    convert.add_argument("--engine", help="engine name (see `folio engines`)")
+    convert.add_argument(
+        "--engine",
+        help="engine name (see `folio engines`), or auto: local first, a VLM engine for the "
+        "pages it reads badly",
+    )
     convert.add_argument(
         "--format",
         choices=["md", "json", "blocks", "chunks", "pdf"],

@@ -129,7 +129,10 @@ class Client:
         ``speaker_notes`` and ``comments`` add an Office document's speaker notes and
         reviewers' comments to its text (both off by default); ``ocr_language`` names a
         scan's language in Tesseract's codes ("kor", "fas+ara") for the lines the server's
-        bundled OCR cannot read (found on the page when left out)."""
+        bundled OCR cannot read (found on the page when left out). ``engine="auto"`` reads
+        every page with ``local`` and the pages it reads badly again with a VLM engine: each
+        page's ``engine`` and ``escalation`` say which reading it holds and why, ``Job.auto``
+        the share sent on and the VLM seconds."""
         call = _calls.submit(
             file,
             filename=filename,

@@ -127,7 +127,11 @@ def finish_page(
         # The document's own text, not a reading of pixels: no OCR signal applies to it.
         quality: dict[str, Any] = {"needs_review": False, "reasons": [], "signals": {}}
     else:
+        # The steps that failed so far are one of the report's signals (``steps``), so that
+        # they weigh in the page's review score.
+        result.extra["failed_steps"] = [failure.as_dict() for failure in failed]
         quality = _quality_report(page, result)
+        result.extra.pop("failed_steps", None)
         quality["seconds"] = round(time.perf_counter() - started, 4)
     result.extra["quality"] = with_failed_steps(quality, failed)
     # The OCR's lines served the signals; the page's stored report need not carry them.
@@ -141,8 +145,10 @@ def with_failed_steps(quality: dict[str, Any], failed: list[StepFailure]) -> dic
     and error, in order; empty when none did), and the page flagged for review, saying which
     step and that the page kept its reading from before it."""
     quality["failed_steps"] = [failure.as_dict() for failure in failed]
+    steps = (quality.get("signals") or {}).get("steps") or {}
     if failed:
         quality["needs_review"] = True
+    if failed and steps.get("ok") is not False:  # else the ``steps`` signal names them
         names = ", ".join(dict.fromkeys(failure.step for failure in failed))
         quality["reasons"] = [
             f"failed step: {names} (the page keeps its reading from before it)",

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from model.engines.auto import AUTO
 from webapp.jobs.models import Job, Page
 
 
@@ -62,6 +64,30 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
         "elapsed_seconds": round(elapsed, 1),
         "eta_seconds": eta,
     }
+
+
+def job_auto_summary(*, job: Job) -> dict | None:
+    """What an ``auto`` job's pages came to (``None`` for other jobs): the pages a VLM engine
+    read again, their share of the job's pages, the seconds the VLM engines spent, and the
+    pages whose score passed the threshold but stayed as ``local`` read them (no VLM engine
+    served, or the token budget spent), with a note saying so."""
+    if job.engine != AUTO:
+        return None
+    share = job.pages_escalated / job.pages_total if job.pages_total else 0.0
+    summary: dict = {
+        "threshold": settings.FOLIO_AUTO_THRESHOLD,
+        "pages_escalated": job.pages_escalated,
+        "share_escalated": round(share, 3),
+        "vlm_seconds": round(job.vlm_seconds, 3),
+        "pages_left_local": job.pages_left_local,
+    }
+    if job.pages_left_local:
+        summary["note"] = (
+            f"{job.pages_left_local} page(s) whose review score reached the threshold stayed "
+            "as the local engine read them: no VLM engine was served, or the job's token "
+            "budget was spent"
+        )
+    return summary
 
 
 def job_pages(*, job: Job) -> QuerySet[Page]:

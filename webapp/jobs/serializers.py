@@ -8,7 +8,7 @@ from model.layout import BLOCK_TYPES
 from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.jobs.models import Job, Page
 from webapp.jobs.outputs import PAGE_MARKER_MAX
-from webapp.jobs.selectors import job_progress, job_unread_script_pages
+from webapp.jobs.selectors import job_auto_summary, job_progress, job_unread_script_pages
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -19,7 +19,15 @@ class JobCreateSerializer(serializers.Serializer):
         max_length=200,
         help_text="e.g. `1-3,7`; all pages if empty",
     )
-    engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    engine = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=50,
+        help_text="an engine (`GET /v1/models` lists those served now), or `auto`: every page "
+        "read by `local`, and the pages whose review score reaches FOLIO_AUTO_THRESHOLD read "
+        "again by the best VLM engine a worker serves; the server's FOLIO_DEFAULT_ENGINE if "
+        "left out",
+    )
     table_format = serializers.ChoiceField(choices=["markdown", "html", "auto"], required=False)
     figures = serializers.BooleanField(
         required=False,
@@ -95,12 +103,16 @@ class JobListQuerySerializer(serializers.Serializer):
 
 
 class PageSerializer(serializers.ModelSerializer):
+    escalation = serializers.SerializerMethodField()
+
     class Meta:
         model = Page
         fields = [
             "number",
             "status",
             "attempts",
+            "engine",
+            "escalation",
             "method",
             "input_tokens",
             "output_tokens",
@@ -119,7 +131,21 @@ class PageSerializer(serializers.ModelSerializer):
         # /v1/jobs/{id}/figures/{name}.
         # `quality`: the page's signals, its review `score` (0-1) and, when `needs_review`
         # (the score reached the job's threshold), the reasons.
+        # `engine`: the engine whose reading the page holds (while it is read: the engine
+        # reading it).
         extra_kwargs = {"extra": {"read_only": True}, "quality": {"read_only": True}}
+
+    def get_escalation(self, page: Page) -> dict | None:
+        """An ``auto`` job's page: whether its local reading was sent to a VLM engine (its
+        review score, the threshold, the reasons), and which reading was kept and why;
+        ``null`` for other jobs' pages. The local reading a page holds while it waits for
+        the VLM is not shown (``waiting`` says it waits)."""
+        if not page.escalation:
+            return None
+        shown = {key: value for key, value in page.escalation.items() if key != "local"}
+        if "local" in page.escalation and page.status != Page.Status.SUCCEEDED:
+            shown["waiting"] = True
+        return shown
 
 
 class JobDetailQuerySerializer(serializers.Serializer):
@@ -149,6 +175,7 @@ class JobSerializer(serializers.ModelSerializer):
     review = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()
     waiting_for = serializers.SerializerMethodField()
+    auto = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -162,6 +189,7 @@ class JobSerializer(serializers.ModelSerializer):
             "progress",
             "usage",
             "review",
+            "auto",
             "created_at",
             "started_at",
             "finished_at",
@@ -187,6 +215,12 @@ class JobSerializer(serializers.ModelSerializer):
     def get_review(self, job: Job) -> dict:
         """How many finished pages the quality signals flagged for a person to check."""
         return {"pages_needing_review": job.pages_needing_review}
+
+    def get_auto(self, job: Job) -> dict | None:
+        """An ``auto`` job (``null`` for others): the pages read again by a VLM engine, their
+        share of the job's pages, the seconds the VLM engines spent, and the pages whose score
+        passed the threshold but stayed as ``local`` read them, with a note saying why."""
+        return job_auto_summary(job=job)
 
     def get_progress(self, job: Job) -> dict:
         return job_progress(job=job)

@@ -14,6 +14,7 @@ from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from model.engines.auto import reading_engine
 from model.layout import PageLayout
 from model.page_images import PageImages
 from ocr_worker.celery_app import app
@@ -62,7 +63,15 @@ def office_page_images_record(
     page = (
         Page.objects.filter(job_id=job_id, number=number)
         .select_related("job__document")
-        .only("extra", "layout", "number", "job__engine", "job__options", "job__document__sha256")
+        .only(
+            "extra",
+            "layout",
+            "number",
+            "engine",
+            "job__engine",
+            "job__options",
+            "job__document__sha256",
+        )
         .first()
     )
     if page is None:
@@ -75,7 +84,7 @@ def office_page_images_record(
         job = page.job
         CachedPage.objects.filter(
             sha256=job.document.sha256,
-            engine=job.engine,
+            engine=page.engine or job.engine,
             options_key=options_key(JobOptions.from_dict(job.options).output_options()),
             page_number=number,
             layout=page.layout,
@@ -105,12 +114,16 @@ def _request_key(job_id: uuid.UUID, number: int) -> str:
 
 
 def page_image_render_request(*, job: Job, number: int) -> bool:
-    """Ask a worker of the job's engine to draw a page that has no stored image; ``False``
-    when one was asked for recently (or the broker is away)."""
+    """Ask a worker of the job's engine (``local`` for an ``auto`` job) to draw a page that
+    has no stored image; ``False`` when one was asked for recently (or the broker is away)."""
     if not cache.add(_request_key(job.pk, number), 1, RENDER_REQUEST_SECONDS):
         return False
     try:
-        app.send_task(RENDER_PAGE_IMAGE, args=[str(job.pk), number], queue=engine_queue(job.engine))
+        app.send_task(
+            RENDER_PAGE_IMAGE,
+            args=[str(job.pk), number],
+            queue=engine_queue(reading_engine(job.engine)),
+        )
     except Exception:  # the broker is away: the viewer asks again later
         logger.exception("could not ask for the image of page %s of job %s", number, job.pk)
         cache.delete(_request_key(job.pk, number))
