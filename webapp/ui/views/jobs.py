@@ -16,6 +16,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -141,6 +142,8 @@ def job_detail(request, job_id):
         "review": review,
         "review_views": REVIEW_VIEWS.items(),
         "can_download": job.is_final and not job.is_expired,
+        # The page's script asks for the pages that finish after this (webapp/ui/static/ui/job.js).
+        "rendered_at": timezone.now(),
     }
     return render(request, "jobs/detail.html", context)
 
