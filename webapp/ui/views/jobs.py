@@ -161,12 +161,11 @@ def page_panel(request, job_id, number: int):
 
 @login_required
 def page_image(request, job_id, number: int):
-    """The page's image as its worker stored it; 202 while it is not drawn yet."""
+    """The page's image as its worker stored it (one size: the viewer's fitted view and its
+    zoom both scale it); 202 while it is not drawn yet."""
     job = _owned_job(request, job_id)
     try:
-        stored = services.page_image_stored(
-            job=job, number=number, full=request.GET.get("full") == "1"
-        )
+        stored = services.page_image_stored(job=job, number=number)
     except services.PageImageNotReady as exc:
         waiting = HttpResponse(
             f"Not drawn yet: {exc}.", status=202, content_type="text/plain; charset=utf-8"
@@ -174,7 +173,7 @@ def page_image(request, job_id, number: int):
         return still_preparing(waiting, retry_after=2)
     except services.PageImageUnavailable as exc:
         raise Http404(f"The page image is not available: {exc}.") from exc
-    response = FileResponse(stored, content_type="image/jpeg")
+    response = FileResponse(stored, content_type=services.image_type(stored))
     response["Cache-Control"] = "private, max-age=86400"
     return response
 
