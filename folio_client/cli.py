@@ -284,7 +284,7 @@ def cmd_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
                 render.print_jobs(out, listing)
             return EXIT_OK
         if args.action == "show":
-            job = client.job(args.job_id)
+            job = client.job(args.job_id, pages=True)
             if args.json:
                 render.print_json(out, job.raw)
             else:
@@ -310,6 +310,8 @@ def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) 
         except WaitTimeout as exc:
             err.print(f"folio: {escape(str(exc))}", highlight=False)
             job, code = exc.job, EXIT_FAILED
+        if job.is_final and not job.succeeded:
+            job = client.with_failed_pages(job)
         finished.append(job)
         if not job.succeeded:
             code = EXIT_FAILED

@@ -77,13 +77,13 @@ def has_office_page_images(mime_type: str) -> bool:
     return fmt is not None and renditions.rendered(fmt)
 
 
-def office_page_images(
+def office_page_image(
     page: PageInput, options: EngineOptions | None = None, *, timeout: float = 60
-) -> renditions.PageImages | None:
-    """An Office or OpenDocument page's images, drawn from LibreOffice's layout of the document
+) -> renditions.PageImage | None:
+    """An Office or OpenDocument page's image, drawn from LibreOffice's layout of the document
     (``model.formats.renditions``) for the units the options make; ``timeout`` bounds the
     drawing (FOLIO_PAGE_RENDER_TIMEOUT in the worker). ``None`` for other documents, and where
-    LibreOffice is missing or fails: the text stands without them."""
+    LibreOffice is missing or fails: the text stands without it."""
     fmt = formats.format_of(page.mime_type)
     if fmt is None or not renditions.rendered(fmt):
         return None
@@ -91,7 +91,7 @@ def office_page_images(
         conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
         units = structure.document_units(page.data, fmt, conversion)
         made = renditions.rendition(page.data, fmt, units)
-        return renditions.page_images(made, page.page_number, timeout=timeout)
+        return renditions.page_image(made, page.page_number, timeout=timeout)
     except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:
         logger.warning("page %s: no page image (%s)", page.page_number, exc)
     except Exception:  # a drawing's bug must not fail a page whose text was read

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from model.engines.auto import FIRST_READER
 from model.engines.base import PageResult
+from model.page_images import SUFFIX as PAGE_IMAGE_SUFFIX
 from model.usage import job_usage
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services.options import JobOptions
@@ -418,20 +419,19 @@ def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
     return extra
 
 
-def office_page_images_store(*, job_id: uuid.UUID, number: int, panel: bytes, full: bytes) -> dict:
-    """Store an Office page's two images under the names every page's images have (a rerun
-    replaces them); what the page's ``extra["page_image"]`` records, which the UI reads."""
-    stored = {}
-    for key, is_full, data in (("path", False, panel), ("full_path", True, full)):
-        name = page_image_storage_name(job_id=job_id, number=number, full=is_full)
-        if default_storage.exists(name):
-            default_storage.delete(name)
-        stored[key] = default_storage.save(name, ContentFile(data))
-    return stored
+def office_page_images_store(*, job_id: uuid.UUID, number: int, image: bytes) -> dict:
+    """Store an Office page's image under the name every page's image has (a rerun replaces
+    it); what the page's ``extra["page_image"]`` records, which the UI reads."""
+    name = page_image_storage_name(job_id=job_id, number=number)
+    if default_storage.exists(name):
+        default_storage.delete(name)
+    return {"path": default_storage.save(name, ContentFile(image))}
 
 
-def page_image_storage_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:
-    return f"results/{job_id}/pages/page-{number:04d}{'-full' if full else ''}.jpg"
+def page_image_storage_name(*, job_id: uuid.UUID, number: int) -> str:
+    """Where a page's image is kept (``model.page_images``: one WebP a page; jobs read before
+    it kept two JPEGs, ``page-NNNN.jpg`` and ``page-NNNN-full.jpg``, which are still served)."""
+    return f"results/{job_id}/pages/page-{number:04d}{PAGE_IMAGE_SUFFIX}"
 
 
 def retention_expiry(*, finished_at):
