@@ -33,9 +33,11 @@ def requirement_name(requirement: str) -> str:
     return normalized(re.match(r"^[A-Za-z0-9_.-]+", requirement)[0])
 
 
-def project_dependencies() -> list[str]:
+def project_dependencies(extras: tuple[str, ...] = ()) -> list[str]:
     with (REPOSITORY / "pyproject.toml").open("rb") as handle:
-        return tomllib.load(handle)["project"]["dependencies"]
+        project = tomllib.load(handle)["project"]
+    optional = project.get("optional-dependencies", {})
+    return project["dependencies"] + [r for extra in extras for r in optional[extra]]
 
 
 def resolve(target: Target, requirements: list[str]) -> dict[str, tuple[str, str]]:
@@ -59,7 +61,8 @@ def resolve(target: Target, requirements: list[str]) -> dict[str, tuple[str, str
 
 
 def lock_text(target: Target) -> str:
-    wanted = [d for d in project_dependencies() if requirement_name(d) not in target.leave_out]
+    requirements = project_dependencies(target.extras)
+    wanted = [d for d in requirements if requirement_name(d) not in target.leave_out]
     pins = resolve(target, wanted + list(target.provided))
     if target.provided:
         # What the base image brings stays the image's; Folio's own pins are always installed.
@@ -72,6 +75,7 @@ def lock_text(target: Target) -> str:
         f"# Target {target.name}: CPython {target.python} ({target.abi}), {target.machine},"
         f" glibc {target.glibc[0]}.{target.glibc[1]} (deploy/platforms.py).",
     ]
+    header += [f"# With pyproject's optional {extra!r}." for extra in target.extras]
     header += [f"# Left out: {name}: {why}." for name, why in target.leave_out.items()]
     if target.provided:
         header.append(

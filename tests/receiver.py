@@ -24,6 +24,8 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     # Answer a verification event with its challenge, as an endpoint that passes it does.
     echo_challenge: bool = False
+    # The address it listens on (the multi-host test's is on its own network).
+    host: str = "127.0.0.1"
 
     def __post_init__(self):
         receiver = self
@@ -50,12 +52,12 @@ class Receiver:
                 pass
 
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((self.host, 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks/folio"
+        return f"http://{self.host}:{self.server.server_address[1]}/hooks/folio"
 
     def wait_for(self, count: int, *, timeout: float = 60) -> list[Received]:
         deadline = time.monotonic() + timeout

@@ -104,10 +104,13 @@ def test_compose_validates_as_compose_reads_it(tmp_path):
     project.mkdir()
     shutil.copy(REPOSITORY / "docker-compose.yml", project)
     (project / ".secrets").mkdir()
-    for secret in ("folio_secret_key", "s3_secret_key"):
+    for secret in compose()["secrets"]:
         (project / ".secrets" / secret).write_text("x" * 48)
+    (project / "deploy").mkdir()
+    shutil.copy(REPOSITORY / "deploy" / "Caddyfile", project / "deploy")
+    profiles = sorted({p for s in compose()["services"].values() for p in s.get("profiles", [])})
     result = subprocess.run(
-        [*command, "--profile", "gpu", "--profile", "vllm-serve", "config", "-q"],
+        [*command, *(f"--profile={p}" for p in profiles), "config", "-q"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -127,6 +130,69 @@ def test_every_service_that_touches_files_has_the_storage_settings_and_the_media
         assert "media:/app/var/media" in service["volumes"], name
         assert {"folio_secret_key", "s3_secret_key"} <= set(service["secrets"]), name
     assert folio["migrate"]["environment"]["FOLIO_S3_CREATE_BUCKET"] == "1"
+
+
+def test_compose_takes_the_public_name_from_the_environment_behind_a_tls_proxy():
+    from tests.topology import interpolate
+
+    services = compose()["services"]
+    env = built_here(services)["web"]["environment"]
+    for variable in ("FOLIO_ALLOWED_HOSTS", "FOLIO_PUBLIC_URL"):
+        assert "${FOLIO_PUBLIC_HOST" in env[variable], variable
+    named = {"FOLIO_PUBLIC_HOST": "ocr.example.org"}
+    assert interpolate(env["FOLIO_PUBLIC_URL"], named) == "https://ocr.example.org"
+    assert "ocr.example.org" in interpolate(env["FOLIO_ALLOWED_HOSTS"], named).split(",")
+    assert env["FOLIO_HTTPS"] == "1" and env["FOLIO_TRUSTED_PROXIES"] == "1"
+    # Web is reached through the proxy only; the proxy publishes HTTPS.
+    assert "ports" not in services["web"]
+    proxy = services["proxy"]
+    assert "443:443" in proxy["ports"]
+    assert "./deploy/Caddyfile:/etc/caddy/Caddyfile:ro" in proxy["volumes"]
+    caddyfile = (REPOSITORY / "deploy" / "Caddyfile").read_text()
+    assert "{$FOLIO_PUBLIC_HOST:localhost}" in caddyfile and "reverse_proxy web:8000" in caddyfile
+
+
+def test_the_caddyfile_is_valid_for_caddy(tmp_path):
+    """`caddy validate` (Debian's caddy, installed by .ci/run): the proxy's configuration
+    adapts and provisions, TLS included, without serving."""
+    if shutil.which("caddy") is None:
+        pytest.skip("caddy is not installed here (apt-get install caddy)")
+    result = subprocess.run(
+        ["caddy", "validate", "--adapter", "caddyfile", "--config",
+         str(REPOSITORY / "deploy" / "Caddyfile")],
+        capture_output=True, text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
+             "XDG_CONFIG_HOME": str(tmp_path), "FOLIO_PUBLIC_HOST": "ocr.example.org"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Valid configuration" in result.stdout + result.stderr
+
+
+def test_every_image_is_pinned_by_digest():
+    """Pulled images by digest, as docs/DEPLOY.md's "Pinned images" says; only the
+    vllm-serve profile's vLLM image (issue 25's) is pinned by tag, saying so there."""
+    for name, service in compose()["services"].items():
+        if "image" not in service or name == "vllm":
+            continue
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", service["image"]), name
+
+
+def test_minio_is_health_checked_and_redis_never_evicts():
+    services = compose()["services"]
+    assert services["minio"]["healthcheck"]["test"] == ["CMD", "mc", "ready", "local"]
+    assert services["migrate"]["depends_on"]["minio"] == {"condition": "service_healthy"}
+    command = services["redis"]["command"]
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+    assert command[command.index("--appendonly") + 1] == "yes"
+
+
+def test_flower_is_a_profile_behind_basic_authentication():
+    flower = compose()["services"]["flower"]
+    assert flower["profiles"] == ["flower"]
+    assert "flower_password" in flower["secrets"]
+    command = " ".join(flower["command"])
+    assert "FLOWER_BASIC_AUTH=" in command and "/run/secrets/flower_password" in command
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]  # this host only
 
 
 def test_every_dependency_condition_can_be_met():
@@ -191,7 +257,10 @@ def test_each_image_lock_pins_exactly_the_versions_pyproject_asks_for(target):
     platform = TARGETS[target]
     lock = _lock(platform.lock)
     with (REPOSITORY / "pyproject.toml").open("rb") as handle:
-        dependencies = tomllib.load(handle)["project"]["dependencies"]
+        project = tomllib.load(handle)["project"]
+    dependencies = project["dependencies"] + [
+        r for extra in platform.extras for r in project["optional-dependencies"][extra]
+    ]
     for requirement in dependencies:
         name, version = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)$", requirement).groups()
         name = re.sub(r"[-_.]+", "-", name).lower()

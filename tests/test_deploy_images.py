@@ -60,8 +60,8 @@ def install(target: Target, dockerfile: str, into: Path) -> subprocess.Completed
     options = dockerfile_pip_options(dockerfile)
     assert {"--no-index", "--require-hashes", "--only-binary=:all:"} <= set(options), options
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-         *options, "--find-links", str(wheels), "-r", str(target.lock),
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--no-compile", *options, "--find-links", str(wheels), "-r", str(target.lock),
          "--target", str(into), *target.pip_flags()],
         capture_output=True, text=True, env=_pip_without_machine_config(),
     )  # fmt: skip
