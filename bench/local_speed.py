@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from model.documents import MUPDF_LOCK  # noqa: E402
-from model.engines import local  # noqa: E402
+from model.engines import pdf_text  # noqa: E402
 from model.engines.base import EngineOptions  # noqa: E402
 from model.quality.realpages import CORPUS, load_real_tests, pages_to_run  # noqa: E402
 from model.rendering import open_pdf_page  # noqa: E402
@@ -29,7 +29,7 @@ def _time(function, data: bytes, page: int, options: EngineOptions) -> float:  #
     with MUPDF_LOCK:
         doc = open_pdf_page(data, page)
         try:
-            if local.needs_ocr(doc[0]):
+            if pdf_text.needs_ocr(doc[0]):
                 return -1.0
             started = time.perf_counter()
             function(doc, options)
@@ -46,15 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     pages = pages_to_run(load_real_tests())
     files = {pdf: (CORPUS / pdf).read_bytes() for pdf, _ in pages}
     # warm up: the layout model loads on the first page
-    _time(local._text_layer_markdown, files[pages[0][0]], pages[0][1], options)
+    _time(pdf_text.text_layer_markdown, files[pages[0][0]], pages[0][1], options)
     before = after = 0.0
     counted = 0
     for _ in range(args.rounds):
         for pdf, page in pages:
-            old = _time(local._pymupdf4llm_markdown, files[pdf], page, options)
+            old = _time(pdf_text.pymupdf4llm_markdown, files[pdf], page, options)
             if old < 0:
                 continue  # a scan: the OCR path is not what this measures
-            new = _time(local._text_layer_markdown, files[pdf], page, options)
+            new = _time(pdf_text.text_layer_markdown, files[pdf], page, options)
             before, after, counted = before + old, after + new, counted + 1
     print(f"text-layer pages timed: {counted} ({len(pages)} pages x {args.rounds} rounds)")
     print(f"before: {counted / before:.2f} pages/s   after: {counted / after:.2f} pages/s")
@@ -75,9 +75,9 @@ def _step_costs(pages, files, options: EngineOptions) -> None:  # noqa: ANN001
         with MUPDF_LOCK:
             doc = open_pdf_page(files[pdf], page)
             try:
-                if local.needs_ocr(doc[0]):
+                if pdf_text.needs_ocr(doc[0]):
                     continue
-                markdown, _ = local._pymupdf4llm_markdown(doc, options)
+                markdown, _ = pdf_text.pymupdf4llm_markdown(doc, options)
                 t0 = time.perf_counter()
                 page_dict = doc[0].get_text("dict")
                 lines = [

@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from model.documents import PDF  # noqa: E402
 from model.engines.base import EngineOptions  # noqa: E402
-from model.engines.local import LocalEngine, _text_layer_markdown  # noqa: E402
+from model.engines.local import LocalEngine  # noqa: E402
+from model.engines.pdf_text import text_layer_markdown  # noqa: E402
 from model.layout.chunks import chunk_document  # noqa: E402
 from model.layout.searchable_pdf import PageText, searchable_pdf  # noqa: E402
 from model.postprocess import tidy_markdown  # noqa: E402
@@ -66,7 +67,7 @@ def markdown_only_text_layer(data: bytes, number: int) -> None:
 def with_layout_text_layer(data: bytes, number: int):
     doc = open_pdf_page(data, number)
     try:
-        return _text_layer_markdown(doc, EngineOptions())[1]
+        return text_layer_markdown(doc, EngineOptions())[1]
     finally:
         doc.close()
 

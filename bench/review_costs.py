@@ -25,8 +25,10 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pymupdf  # noqa: E402
 
-from model.engines.local import TEXT_SCORE, LocalEngine, _pdf_page_image  # noqa: E402
+from model.engines.local import LocalEngine  # noqa: E402
 from model.engines.ocr_coverage import unread_stretches  # noqa: E402
+from model.engines.ocr_output import TEXT_SCORE  # noqa: E402
+from model.engines.pdf_text import pdf_page_image  # noqa: E402
 from model.quality.merged_cells import page_grids  # noqa: E402
 from model.quality.realpages import CORPUS, load_real_tests, scan_page  # noqa: E402
 from model.rendering import open_pdf_page  # noqa: E402
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     for pdf, number in pages:
         doc = open_pdf_page(scan_page(CORPUS / pdf, number), 1)
         try:
-            image = _pdf_page_image(doc[0])
+            image = pdf_page_image(doc[0])
         finally:
             doc.close()
         pixels = np.asarray(image.convert("RGB"))

@@ -303,7 +303,10 @@ _RUNNING_LINE = re.compile(
     r"[-–—]?\s*\d{1,4}\s*[-–—]?"  # 12, - 12 -
     r"|[ivxlcdm]{1,7}"  # roman page numbers
     r"|(?:page|seite|página|pagina|p\.)\s*\d{1,4}(?:\s*(?:of|/|von|de|sur)\s*\d{1,4})?"
-    r"|\d{1,4}\s*(?:/|of)\s*\d{1,4}"
+    r"|\d{1,4}\s*(?:/|of|von|de|sur)\s*\d{1,4}"
+    # a browser's print: the page's address, and the date and time it was printed
+    r"|https?://\S+"
+    r"|\d{1,2}[./-]\d{1,2}[./-]\d{2,4},?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]m)?"
     r"|(?:revision|rev\.|version)\s*:?\s*[\w.]{1,12}(?:\s*[-–,|]\s*.{0,40})?"
     r"|downloaded (?:from|by|on) .{3,160}"
     r"|printed (?:on|from|by) .{3,120}"

@@ -1,6 +1,6 @@
 """Where a scanned table's ruling says two cells are one.
 
-The OCR table layout (``model.postprocess``) knows a table's columns from where its text
+The OCR table layout (``model.scan_layout``) knows a table's columns from where its text
 lines sit, but a text line's box is as wide as its text, not as its cell: "Europe" centred
 over four columns looks like a cell of one column with three empty neighbours, and a cell
 whose text wraps onto a second line looks like a second row. A ruled table says which it is:
@@ -56,7 +56,7 @@ class RuledPage:
                 grey = np.ascontiguousarray(np.rot90(grey, 2))
             if abs(self._skew) >= 0.15:
                 height, width = grey.shape[:2]
-                # The same turn as ``postprocess._level``: about the middle, by -skew.
+                # The same turn as ``scan_lines.level_box``: about the middle, by -skew.
                 turn = cv2.getRotationMatrix2D((width / 2, height / 2), self._skew, 1.0)
                 grey = cv2.warpAffine(grey, turn, (width, height), borderValue=255)
             self._ink = np.asarray(grey) < INK_BELOW

@@ -85,7 +85,8 @@ def test_the_validation_refuses_an_unknown_field_in_built_in_and_custom_kinds(pr
 def test_web_is_in_rotation_only_when_ready_and_drains_before_it_stops(production):
     web = of_kind(production, "Deployment")["folio-web"]
     main = container(web)
-    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    # Its database and broker (not a live worker: the pools scale from zero).
+    assert main["readinessProbe"]["httpGet"]["path"] == "/readyz/web"
     assert main["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert main["lifecycle"]["preStop"]["exec"]["command"][0] == "sleep"
     pause = int(main["lifecycle"]["preStop"]["exec"]["command"][1])
@@ -281,3 +282,28 @@ def test_the_scrapes_and_the_alerts_cover_the_metrics_the_runbook_names(producti
     assert named, "docs/DEPLOY.md's alert table names no metric"
     for metric in named:
         assert metric in expressions, f"no alert reads {metric} (docs/DEPLOY.md's table)"
+
+
+def _mebibytes(quantity: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)([A-Za-z]*)", quantity).groups()
+    return float(number) * {"Mi": 1, "Gi": 1024, "m": 1, "g": 1024}[unit]
+
+
+def test_worker_memory_comes_from_the_measured_peak_in_compose_and_kubernetes(production):
+    """docs/DEPLOY.md's measured peak per OCR process (bench/memory.py) times the worker's
+    processes, plus its main process, fits in what Kubernetes requests and Compose reserves."""
+    deploy = (REPOSITORY / "docs" / "DEPLOY.md").read_text()
+    peak = float(re.search(r"\*\*([\d,]+) MiB per OCR process\*\*", deploy)[1].replace(",", ""))
+    main_process = 256
+    worker = of_kind(production, "Deployment")["folio-worker"]
+    processes = int(env_of(worker)["FOLIO_WORKER_CONCURRENCY"])
+    resources = container(worker)["resources"]
+    needed = processes * peak + main_process
+    assert _mebibytes(resources["requests"]["memory"]) >= needed
+    assert _mebibytes(resources["limits"]["memory"]) > _mebibytes(resources["requests"]["memory"])
+    compose = yaml.safe_load((REPOSITORY / "docker-compose.yml").read_text())["services"]
+    assert compose["worker"]["environment"]["FOLIO_WORKER_CONCURRENCY"] == str(processes)
+    assert _mebibytes(compose["worker"]["mem_reservation"]) == _mebibytes(
+        resources["requests"]["memory"]
+    )
+    assert _mebibytes(compose["worker"]["mem_limit"]) == _mebibytes(resources["limits"]["memory"])

@@ -49,7 +49,8 @@ def embedded_service(tmp_path):
             process.wait()
 
 
-def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 600) -> None:
+    # A guard against a hang, not a measure: a loaded host took minutes to load the engine.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, f"make run's process exited; see {LOG_DIR / 'embedded.log'}"
@@ -95,3 +96,14 @@ def test_the_embedded_service_turns_a_pdf_into_markdown(embedded_service):
     for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
         assert marker in markdown
     assert documents.BORN_DIGITAL_TABLE_ROWS[0][0] in markdown
+
+    # An invitation made in another shell (no PORT there) links to the port the server runs
+    # on, and the link opens the sign-up form.
+    beside = {k: v for k, v in env.items() if k not in ("PORT", "FOLIO_PUBLIC_URL")}
+    link = subprocess.run(
+        [sys.executable, "manage.py", "invite", "ivy"],
+        cwd=REPOSITORY, env=beside, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert link.startswith(f"{base_url}/account/signup/?invite=")
+    signup = httpx.get(link, timeout=30)
+    assert signup.status_code == 200 and "Create an account" in signup.text

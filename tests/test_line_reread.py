@@ -13,7 +13,8 @@ import pytest
 
 from model.engines.base import EngineOptions, PageInput
 from model.engines.line_reread import REREAD_BELOW, reread_doubtful
-from model.engines.local import LocalEngine, _crop_line
+from model.engines.local import LocalEngine
+from model.engines.ocr_orientation import crop_line
 from model.quality.realpages import CORPUS, scan_page
 
 AMT = CORPUS / "docling-testdata/pdf/sources/amt_handbook_sample.pdf"
@@ -57,14 +58,14 @@ def test_a_line_read_turned_over_is_read_again_upright(engine):
     engine._engines()
     # What RapidOCR returns when its classifier turns an upright line over: the reading of
     # the turned crop, with little confidence.
-    turned = [np.ascontiguousarray(np.rot90(_crop_line(pixels, q.copy()), 2)) for q in quads]
+    turned = [np.ascontiguousarray(np.rot90(crop_line(pixels, q.copy()), 2)) for q in quads]
     garbled, score = _read(engine, turned[0])
     assert score < REREAD_BELOW and garbled != LINES[0], (garbled, score)
-    upright = _read(engine, _crop_line(pixels, quads[1].copy()))
+    upright = _read(engine, crop_line(pixels, quads[1].copy()))
     output = SimpleNamespace(
         boxes=quads, txts=[garbled, upright[0]], scores=[score, upright[1]], word_results=[]
     )
-    again = reread_doubtful(output, pixels, 0, engine._recognizer(), _crop_line)
+    again = reread_doubtful(output, pixels, 0, engine._recognizer(), crop_line)
     assert again.txts == LINES and again.reread == 1, again.txts
     assert again.scores[0] > REREAD_BELOW
 
@@ -73,14 +74,14 @@ def test_a_line_printed_upside_down_keeps_its_reading(engine):
     pixels, quads = _page_pixels(upside_down=0)
     engine._engines()
     # The classifier turned the upside-down label the right way; say it read it doubtfully.
-    label = np.ascontiguousarray(np.rot90(_crop_line(pixels, quads[0].copy()), 2))
+    label = np.ascontiguousarray(np.rot90(crop_line(pixels, quads[0].copy()), 2))
     text, _ = _read(engine, label)
     assert text == LINES[0]
-    upright = _read(engine, _crop_line(pixels, quads[1].copy()))
+    upright = _read(engine, crop_line(pixels, quads[1].copy()))
     output = SimpleNamespace(
         boxes=quads, txts=[text, upright[0]], scores=[0.6, upright[1]], word_results=[]
     )
-    again = reread_doubtful(output, pixels, 0, engine._recognizer(), _crop_line)
+    again = reread_doubtful(output, pixels, 0, engine._recognizer(), crop_line)
     assert again.txts == [text, LINES[1]] and again.reread == 0
 
 

@@ -203,13 +203,14 @@ def test_it_reads_arabic_text_on_rotated_pages_without_crashing(engine):
 
 
 def _column_boxes(x0: float, x1: float, label: str, lines: int, top: float = 200) -> list:
-    from model.postprocess import TextBox
+    from model.scan_lines import TextBox
 
     return [TextBox(x0, top + i * 30, x1, top + i * 30 + 24, f"{label}{i}") for i in range(lines)]
 
 
 def test_ocr_layout_reads_two_columns_left_then_right_under_a_full_width_title():
-    from model.postprocess import TextBox, boxes_to_markdown
+    from model.scan_layout import boxes_to_markdown
+    from model.scan_lines import TextBox
 
     title = TextBox(300, 100, 800, 140, "Title")
     left = _column_boxes(100, 545, "left", 6)
@@ -219,7 +220,8 @@ def test_ocr_layout_reads_two_columns_left_then_right_under_a_full_width_title()
 
 
 def test_ocr_layout_reads_a_form_row_by_row_not_as_columns():
-    from model.postprocess import TextBox, boxes_to_markdown
+    from model.scan_layout import boxes_to_markdown
+    from model.scan_lines import TextBox
 
     labels = [TextBox(100, 200 + i * 40, 180 + i * 25, 224 + i * 40, f"label{i}") for i in range(5)]
     values = [TextBox(700, 200 + i * 40, 760, 224 + i * 40, f"value{i}") for i in range(5)]
@@ -248,7 +250,7 @@ def test_a_spread_of_two_pages_reads_the_left_page_before_the_right(engine):
 def test_a_landscape_page_is_a_spread_only_when_nothing_crosses_its_middle():
     import pymupdf
 
-    from model.engines.local import is_spread
+    from model.engines.pdf_text import is_spread
 
     doc = pymupdf.open()
     page = doc.new_page(width=842, height=595)

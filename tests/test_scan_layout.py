@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from model.postprocess import TextBox, boxes_to_markdown, skew_of
 from model.quality.tables import all_tables
+from model.scan_layout import boxes_to_markdown
+from model.scan_lines import TextBox, skew_of
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
@@ -173,12 +174,12 @@ def test_the_engine_warms_up_and_reads_an_image_without_word_boxes():
 def test_the_unread_share_is_the_area_of_the_lines_read_under_the_score():
     from types import SimpleNamespace
 
-    from model.engines.local import _unread_notes, _unread_share
+    from model.engines.ocr_output import unread_notes, unread_share
 
     def quad(x0: float, y0: float, x1: float, y1: float) -> list[list[float]]:
         return [[x0, y0], [x1, y0], [x1, y1], [x0, y1]]
 
     output = SimpleNamespace(boxes=[quad(0, 0, 300, 30), quad(0, 40, 100, 70)], scores=(0.95, 0.2))
-    assert _unread_share(output) == 0.25
-    assert _unread_notes(0.25) and not _unread_notes(0.05)
-    assert _unread_share(SimpleNamespace(boxes=None, scores=None)) == 0.0
+    assert unread_share(output) == 0.25
+    assert unread_notes(0.25) and not unread_notes(0.05)
+    assert unread_share(SimpleNamespace(boxes=None, scores=None)) == 0.0

@@ -1,6 +1,6 @@
 """Blocks and words of an OCR'd page, from RapidOCR's line and word boxes.
 
-The blocks are the paragraphs ``model.postprocess`` lays the lines out into (the same ones
+The blocks are the paragraphs ``model.scan_layout`` lays the lines out into (the same ones
 the page's Markdown is written from); the words carry RapidOCR's own word boxes (its
 ``return_word_box`` output), which the searchable PDF's invisible text is placed on.
 """
@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from model.layout.schema import Block, PageLayout, Word
-from model.postprocess import TextBox, boxes_to_paragraphs
+from model.scan_layout import boxes_to_paragraphs
+from model.scan_lines import TextBox
 
 _HEADING = re.compile(r"^(#{1,6}) ")
 

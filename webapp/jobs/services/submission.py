@@ -29,11 +29,11 @@ from webapp.accounts import services as account_services
 from webapp.core.storage import stored_content_lock
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
-from webapp.jobs.queueing import pages_enqueue
 from webapp.jobs.services.job_lifecycle import stored_files_delete_unused
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.jobs.services.review import review_judged
+from webapp.jobs.services.sending import pages_send_soon
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
 from webapp.webhooks import services as webhook_services
@@ -342,7 +342,7 @@ def _job_write(
         # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
         messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
         if messages:
-            transaction.on_commit(lambda: pages_send(engine=engine, pages=messages))
+            transaction.on_commit(lambda: pages_send_soon(engine=engine, pages=messages))
     return job, document, pages
 
 
@@ -511,13 +511,3 @@ def _store_content(data: bytes, *, sha256: str, mime_type: str) -> tuple[str, bo
         default_storage.delete(saved)
         return name, False
     return name, True
-
-
-def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]], plain: bool = False) -> None:
-    """Send the pages' messages and note that they went out; pages whose send failed keep
-    ``sent_at`` empty, and the reaper sends them once the broker is back. ``plain``: to the
-    engine's no-speculation queue."""
-    if pages_enqueue(engine=engine, pages=pages, plain=plain):
-        Page.objects.filter(pk__in=[page_id for page_id, _ in pages], sent_at__isnull=True).update(
-            sent_at=timezone.now()
-        )
