@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -26,6 +27,8 @@ class Receiver:
     echo_challenge: bool = False
     # The address it listens on (the multi-host test's is on its own network).
     host: str = "127.0.0.1"
+    # Called with each request as it arrives (the multi-host test verifies signatures then).
+    on_receive: Callable[[Received], None] | None = None
 
     def __post_init__(self):
         receiver = self
@@ -34,8 +37,11 @@ class Receiver:
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 body = self.rfile.read(length)
+                arrived = Received(dict(self.headers), body, self.path)
+                if receiver.on_receive is not None:
+                    receiver.on_receive(arrived)
                 with receiver.lock:
-                    receiver.received.append(Received(dict(self.headers), body, self.path))
+                    receiver.received.append(arrived)
                     index = min(len(receiver.received), len(receiver.script)) - 1
                 status, headers = receiver.script[index]
                 self.send_response(status)
