@@ -359,6 +359,9 @@ def test_the_compose_services_on_a_network_of_hosts(tmp_path, network, django_db
                 "X-Forwarded-Proto": "https",
             },
             timeout=60,
+            # A fresh connection per request: a kept-alive one that gunicorn closed meanwhile
+            # would fail a request that never reached it.
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
         stack.callback(http.close)
         web.wait_for_log("Booting worker", timeout=240)
@@ -505,7 +508,10 @@ def backup_restored_elsewhere(
         web = empty.host("web", "web", FOLIO_WEB_WORKERS="1").start()
         web.wait_for_log("Booting worker", timeout=240)
         there = httpx.Client(
-            base_url=f"http://{other.hosts['web'].address}:8000", headers=http.headers, timeout=60
+            base_url=f"http://{other.hosts['web'].address}:8000",
+            headers=http.headers,
+            timeout=60,
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
         stack.callback(there.close)
         deadline = time.monotonic() + 60
