@@ -28,6 +28,9 @@ RUN groupadd --system --gid "$FOLIO_UID" folio \
 # the legacy formats saying what to install and shows Office pages without images. DejaVu and
 # Liberation (metric-compatible with Arial, Times New Roman and Courier New) keep documents'
 # line breaks close to Office's.
+# LibreOffice runs without a network (model/formats/sandbox.py): Docker's default seccomp
+# profile denies the image's user a namespace of its own, so the workers put it under a
+# seccomp filter instead (libseccomp2, from the base image; FOLIO_CONVERTER_SANDBOX=auto).
 ARG LIBREOFFICE=1
 RUN if [ "$LIBREOFFICE" = 1 ]; then \
         apt-get update \

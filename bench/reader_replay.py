@@ -208,7 +208,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     args = parser.parse_args()
     # A loaded machine may take minutes to migrate and start the worker.
-    with embedded_service(1, external=False, ready_timeout=600) as (base_url, key, _):
+    with embedded_service(1, external=False) as (base_url, key, _):
         results = replay(base_url, key)
     for result in results:
         if args.json:

@@ -17,7 +17,12 @@ The ratio service/engine is the share of the engine's throughput that the servic
 the gap is HTTP, storage, the queue, the database and the CPU that the web process and the
 broker take from the workers on the same machine.
 
-    python bench/throughput.py [--processes 2] [--copies 4] [--external]
+    python bench/throughput.py [--processes 2] [--copies 4] [--external] [--ready-timeout 600]
+
+Before anything is measured the service must be ready (`/readyz`: a worker has loaded its
+engine and written its heartbeat). On a loaded host the first engine load took about four
+minutes, so the wait is 10 minutes by default: `--ready-timeout`, or FOLIO_BENCH_READY_TIMEOUT
+for every bench that starts the service this way.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ from tests import documents  # noqa: E402  (the generated test corpus)
 ACTIVE = ("queued", "running")
 POLL_SECONDS = 1.0
 EXTERNAL_ONLY = ("DATABASE_URL", "FOLIO_BROKER_URL", "REDIS_URL", "FOLIO_MEDIA_ROOT")
+# Seconds to wait for the service's first /readyz 200 (its worker's first engine load).
+READY_TIMEOUT = float(os.environ.get("FOLIO_BENCH_READY_TIMEOUT", "600"))
 
 
 def corpus(copies: int) -> list[tuple[str, bytes]]:
@@ -107,7 +114,7 @@ def embedded_service(
     processes: int,
     external: bool,
     extra_env: dict[str, str] | None = None,
-    ready_timeout: float = 120,
+    ready_timeout: float | None = None,
 ) -> Iterator[tuple[str, str, int]]:
     """`python -m webapp.embedded` on a free loopback port with a fresh var dir: yields its
     base URL, an API key and its pid, and stops it (the whole process group) afterwards."""
@@ -127,7 +134,7 @@ def embedded_service(
     )  # fmt: skip
     base_url = f"http://127.0.0.1:{env['PORT']}"
     try:
-        wait_ready(base_url, service, scratch, timeout=ready_timeout)
+        wait_ready(base_url, service, scratch, timeout=ready_timeout or READY_TIMEOUT)
         key = subprocess.run(
             [sys.executable, "manage.py", "createapikey", "bench"],
             cwd=REPOSITORY, env=env, capture_output=True, text=True, check=True,
@@ -139,11 +146,15 @@ def embedded_service(
 
 
 def whole_service(
-    docs: list[tuple[str, bytes]], pages: int, processes: int, external: bool
+    docs: list[tuple[str, bytes]],
+    pages: int,
+    processes: int,
+    external: bool,
+    ready_timeout: float | None = None,
 ) -> float:
     import httpx
 
-    with embedded_service(processes, external) as (base_url, key, _):
+    with embedded_service(processes, external, ready_timeout=ready_timeout) as (base_url, key, _):
         client = httpx.Client(
             base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60
         )
@@ -169,7 +180,7 @@ def whole_service(
 
 
 def wait_ready(
-    base_url: str, service: subprocess.Popen, scratch: Path, timeout: float = 120
+    base_url: str, service: subprocess.Popen, scratch: Path, timeout: float = READY_TIMEOUT
 ) -> None:
     import httpx
 
@@ -183,7 +194,10 @@ def wait_ready(
         except httpx.TransportError:
             pass
         time.sleep(0.5)
-    raise TimeoutError("the service did not get ready")
+    raise TimeoutError(
+        f"the service was not ready after {timeout:.0f} s (--ready-timeout, "
+        f"FOLIO_BENCH_READY_TIMEOUT); see {scratch / 'service.log'}"
+    )
 
 
 def main() -> None:
@@ -191,6 +205,12 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--copies", type=int, default=4, help="copies of the 5-document corpus")
     parser.add_argument("--external", action="store_true", help="use DATABASE_URL/FOLIO_BROKER_URL")
+    parser.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=READY_TIMEOUT,
+        help="seconds to wait for the service's first engine load (default %(default)s)",
+    )
     args = parser.parse_args()
 
     docs = corpus(args.copies)
@@ -200,7 +220,9 @@ def main() -> None:
     # what else the machine is doing.
     engine_before = engine_alone(pages, args.processes)
     print(f"engine alone:  {engine_before:.3f} pages/s")
-    service_rate = whole_service(docs, len(pages), args.processes, args.external)
+    service_rate = whole_service(
+        docs, len(pages), args.processes, args.external, ready_timeout=args.ready_timeout
+    )
     print(f"whole service: {service_rate:.3f} pages/s (submit -> result, over HTTP)")
     engine_after = engine_alone(pages, args.processes)
     print(f"engine alone:  {engine_after:.3f} pages/s (again)")

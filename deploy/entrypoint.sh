@@ -39,7 +39,8 @@ web)
     remember web "${FOLIO_BIND:-0.0.0.0:8000}"
     exec gunicorn webapp.wsgi --bind "${FOLIO_BIND:-0.0.0.0:8000}" \
         --workers "${FOLIO_WEB_WORKERS:-4}" --threads "${FOLIO_WEB_THREADS:-4}" \
-        --timeout "${FOLIO_WEB_TIMEOUT:-60}" --access-logfile - "$@"
+        --timeout "${FOLIO_WEB_TIMEOUT:-60}" --keep-alive "${FOLIO_WEB_KEEPALIVE:-75}" \
+        --access-logfile - "$@"
     ;;
 worker)
     preflight

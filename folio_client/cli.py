@@ -8,8 +8,13 @@
     folio engines
     folio health
 
+Global options (``--url``, ``--api-key``, ``-v``) stand before or after the command; each
+setting comes from the option, else the environment, else the configuration file
+(``PRECEDENCE``).
+
 Exit status: 0 when everything asked for succeeded, 1 when anything failed (a file, a job,
-the server), 2 for a usage or configuration error, 130 when interrupted.
+the server), 2 for a usage or configuration error (a missing API key, or one the server
+refuses, included), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.logging import RichHandler
@@ -28,8 +34,9 @@ from rich.markup import escape
 from folio_client import render
 from folio_client.aio import AsyncClient
 from folio_client.client import Client
+from folio_client.config import Settings, resolve
 from folio_client.convert import ConvertOptions, Display, Run, convert_all
-from folio_client.errors import ConfigError, FolioError, WaitTimeout
+from folio_client.errors import AuthenticationError, ConfigError, FolioError, WaitTimeout
 from folio_client.plan import PlanError, plan
 from folio_client.progress import LineDisplay, LiveDisplay, QuietDisplay
 
@@ -38,32 +45,59 @@ logger = logging.getLogger(__name__)
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def _common() -> argparse.ArgumentParser:
-    # SUPPRESS: an option given after the subcommand must not be reset by the subparser.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=argparse.SUPPRESS, help="server (else $FOLIO_URL)")
-    common.add_argument(
-        "--api-key", default=argparse.SUPPRESS, help="API key (else $FOLIO_API_KEY)"
+# Where each setting comes from, first match wins; said in --help and in the README.
+PRECEDENCE = (
+    "Global options (--url, --api-key, -v) may stand before or after the command; given "
+    "twice, the later one counts. Each setting comes from the first of: the option, the "
+    "environment (FOLIO_URL, FOLIO_API_KEY), the configuration file ($FOLIO_CONFIG, else "
+    "~/.config/folio/config.toml, with `url` and `api_key`); the URL falls back to "
+    "http://127.0.0.1:8000."
+)
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """The options every command takes, added to the main parser and to each command's own.
+
+    Each parser gets actions of its own (argparse's ``parents`` shares one action object
+    between parsers, so a default set on one reset what another had parsed), and every
+    default is SUPPRESS: a parser that does not see an option leaves alone what the parser
+    before it stored, so ``folio --url X health`` and ``folio health --url X`` agree."""
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--url",
+        default=argparse.SUPPRESS,
+        help="the server (else $FOLIO_URL, else the configuration file's `url`)",
     )
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS)
-    return common
+    group.add_argument(
+        "--api-key",
+        default=argparse.SUPPRESS,
+        help="API key (else $FOLIO_API_KEY, else the configuration file's `api_key`)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log retries and waits",
+    )
+
+
+def _command(commands: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(name, epilog=PRECEDENCE, **kwargs)
+    _add_global_options(parser)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
     parser = argparse.ArgumentParser(
         prog="folio",
         description="Folio document OCR from the command line.",
-        epilog="Configuration: arguments, then FOLIO_URL / FOLIO_API_KEY, then "
-        "~/.config/folio/config.toml (or $FOLIO_CONFIG) with `url` and `api_key`.",
-        parents=[common],
+        epilog=PRECEDENCE,
     )
-    parser.set_defaults(url=None, api_key=None, verbose=False)
+    _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    convert = commands.add_parser(
-        "convert", parents=[common], help="convert files and folders to Markdown"
-    )
+    convert = _command(commands, "convert", help="convert files and folders to Markdown")
     convert.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     convert.add_argument("-o", "--out", type=Path, help="write under OUT, mirroring the tree")
     convert.add_argument("--pages", help="pages of every file, e.g. 1-3,7 (default: all)")
@@ -97,27 +131,27 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     convert.add_argument("--json", action="store_true", help="a JSON summary on stdout")
 
-    jobs = commands.add_parser("jobs", parents=[common], help="list, show, wait for, cancel jobs")
+    jobs = _command(commands, "jobs", help="list, show, wait for, cancel jobs")
     actions = jobs.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", parents=[common], help="your jobs, newest first")
+    listing = _command(actions, "list", help="your jobs, newest first")
     listing.add_argument("--status", help="e.g. running or failed,partially_failed")
     listing.add_argument("--limit", type=_positive, default=20, help="at most 100")
     listing.add_argument("--page", type=_positive, default=1)
     listing.add_argument("--json", action="store_true")
-    show = actions.add_parser("show", parents=[common], help="one job with its pages")
+    show = _command(actions, "show", help="one job with its pages")
     show.add_argument("job_id")
     show.add_argument("--json", action="store_true")
-    wait = actions.add_parser("wait", parents=[common], help="wait until jobs are final")
+    wait = _command(actions, "wait", help="wait until jobs are final")
     wait.add_argument("job_ids", nargs="+", metavar="job_id")
     wait.add_argument("--timeout", type=float, help="seconds (default: no limit)")
     wait.add_argument("--json", action="store_true")
-    cancel = actions.add_parser("cancel", parents=[common], help="cancel jobs")
+    cancel = _command(actions, "cancel", help="cancel jobs")
     cancel.add_argument("job_ids", nargs="+", metavar="job_id")
     cancel.add_argument("--json", action="store_true")
 
-    engines = commands.add_parser("engines", parents=[common], help="engines the server runs")
+    engines = _command(commands, "engines", help="engines the server runs")
     engines.add_argument("--json", action="store_true")
-    health = commands.add_parser("health", parents=[common], help="is the server ready?")
+    health = _command(commands, "health", help="is the server ready?")
     health.add_argument("--json", action="store_true")
     return parser
 
@@ -142,16 +176,32 @@ def _setup_logging(console: Console, verbose: bool) -> None:
     package.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
+# Commands that talk to the authenticated API (health asks the open probes only).
+NEEDS_KEY = frozenset({"convert", "jobs", "engines"})
+GLOBAL_DEFAULTS = {"url": None, "api_key": None, "verbose": False}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    for name, default in GLOBAL_DEFAULTS.items():
+        if not hasattr(args, name):  # given nowhere: every parser's default is SUPPRESS
+            setattr(args, name, default)
     # Piped output is not cut to 80 columns: a job id in a table must survive `| grep`.
     out = Console(file=sys.stdout, soft_wrap=True, width=None if sys.stdout.isatty() else 200)
     err = Console(file=sys.stderr)
     _setup_logging(err, args.verbose)
     try:
+        settings = resolve(args.url, args.api_key)
+        if args.command in NEEDS_KEY and not settings.api_key:
+            raise ConfigError(_missing_key(settings))
+        args.url, args.api_key = settings.url, settings.api_key
         return COMMANDS[args.command](args, out, err)
     except ConfigError as exc:
-        err.print(f"folio: {escape(str(exc))}", highlight=False)
+        err.print(f"folio: {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_USAGE
+    except AuthenticationError as exc:
+        # A wrong key is a configuration error: every file would fail the same way.
+        err.print(f"folio: {escape(_refused_key(settings, exc))}", highlight=False, soft_wrap=True)
         return EXIT_USAGE
     except FolioError as exc:
         err.print(f"folio: {escape(str(exc))}", highlight=False, soft_wrap=True)
@@ -159,6 +209,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("folio: interrupted")
         return EXIT_INTERRUPTED
+
+
+def _key_origin(settings: Settings) -> str:
+    source = settings.key_source
+    return {"argument": "--api-key", "FOLIO_API_KEY": "$FOLIO_API_KEY"}.get(source, source)
+
+
+def _missing_key(settings: Settings) -> str:
+    return (
+        f"no API key for {settings.url}: pass --api-key KEY, set FOLIO_API_KEY, or write "
+        f'api_key = "KEY" in {settings.config_file}. The server\'s administrator makes one '
+        "with `manage.py createapikey NAME`; a user, on the server's /account/keys/ page"
+    )
+
+
+def _refused_key(settings: Settings, exc: AuthenticationError) -> str:
+    return (
+        f"{settings.url} refused the API key from {_key_origin(settings)} "
+        f"({exc.message.rstrip('.')}). Check the key (it is sent as `Authorization: Bearer "
+        "KEY`), or make a new one on the server's /account/keys/ page"
+    )
 
 
 def cmd_convert(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -28,7 +28,9 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 class Settings:
     url: str
     api_key: str | None
-    source: str  # where the URL came from, for messages: "argument", "environment", a path
+    source: str  # where the URL came from, for messages: "argument", "FOLIO_URL", a path
+    key_source: str = ""  # where the key came from, the same way ("" when there is none)
+    config_file: Path | None = None  # the configuration file looked at
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -79,9 +81,23 @@ def resolve(
         if value:
             chosen_url, source = value, where
             break
-    key = api_key or environ.get("FOLIO_API_KEY") or from_file.get("api_key") or None
+    key, key_source = None, ""
+    for value, where in (
+        (api_key, "argument"),
+        (environ.get("FOLIO_API_KEY"), "FOLIO_API_KEY"),
+        (from_file.get("api_key"), str(path)),
+    ):
+        if value:
+            key, key_source = value, where
+            break
     if not chosen_url.startswith(("http://", "https://")):
         raise ConfigError(
             f"the server URL {chosen_url!r} (from {source}) must start with http(s)://"
         )
-    return Settings(url=chosen_url.rstrip("/"), api_key=key, source=source)
+    return Settings(
+        url=chosen_url.rstrip("/"),
+        api_key=key,
+        source=source,
+        key_source=key_source,
+        config_file=path,
+    )

@@ -20,7 +20,7 @@ from typing import Protocol
 
 from folio_client._calls import poll_delay
 from folio_client.aio import AsyncClient
-from folio_client.errors import ApiError, ConflictError, FolioError
+from folio_client.errors import ApiError, AuthenticationError, ConflictError, FolioError
 from folio_client.models import Job
 from folio_client.plan import Item
 
@@ -156,6 +156,8 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
             if job.status == "partially_failed":
                 partial = await _output_text(client, job, options.fmt)
                 _write_atomically(item.partial_output, partial)
+    except AuthenticationError:
+        raise  # the key, not this file: every other file would fail the same way
     except ApiError as exc:
         outcome = Outcome(item=item, status="failed", job_id=job_id, reason=exc.message or str(exc))
     except FolioError as exc:

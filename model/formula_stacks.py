@@ -15,6 +15,7 @@ rule after it is ordinary text (``√2`` in a sentence) and left alone.
 from __future__ import annotations
 
 import re
+import unicodedata
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from model.formulas import (
     _squash,
     spans_latex,
 )
+from model.steps import no_findings_no_notes, page_step
 
 # A rule longer than this share of the page's width is a separator, not a fraction bar.
 MAX_RULE_SHARE = 0.4
@@ -259,13 +261,21 @@ def _glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
             for span in line.get("spans", []):
                 span_id += 1
                 for ch in span.get("chars", []):
-                    if ch["c"].isspace():
+                    if ch["c"].isspace() or _invisible(ch["c"]):
                         continue
                     x0, y0, x1, y1 = ch["bbox"]
                     glyphs.append(
                         Glyph(ch["c"], x0, y0, x1, y1, span["size"], ch["origin"][1], span_id)
                     )
     return glyphs, rules
+
+
+def _invisible(c: str) -> bool:
+    """A format character (zero-width space and joiners, direction marks, a soft hyphen):
+    no ink and nothing of a formula, though a font may give it a width and a place. A zero
+    width space set small and raised after a fraction read as a superscript on it, and the
+    fraction's place in its row was lost (a page of Maxwell's equations)."""
+    return unicodedata.category(c) == "Cf"
 
 
 def _runs(glyphs: list[Glyph]) -> list[dict[str, Any]]:
@@ -345,6 +355,7 @@ def _fraction(rule: Rule, glyphs: list[Glyph]) -> tuple[list[Glyph], list[Glyph]
     return (lines(above, True) if above else []), (lines(below, False) if below else [])
 
 
+@page_step("formula rebuilding", fallback=no_findings_no_notes)
 def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula], list[str]]:
     """The fractions and radicals on a page, as formulas to place in its Markdown, and notes
     for those found but not rebuilt. ``rawdict`` is ``page.get_text("rawdict")``."""
@@ -512,7 +523,10 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
         )
     runs += _runs(pending)
     words = spans_latex(runs, body=(size, baseline)).split()
-    marks = [i for i, w in enumerate(words) if re.fullmatch(r"\\stack[a-z]", w)]
+    # A placeholder may carry a script (``\stacka^{2}``: the fraction squared).
+    marks = [i for i, w in enumerate(words) if re.match(r"\\stack[a-z](?![a-z])", w)]
+    if len(marks) != len(row):
+        return None  # two stacks' places ran into one word: left as text, not guessed
     start, end = marks[0], marks[-1] + 1
     if any(not _is_mathy(w) for w in words[start:end]):
         return None  # prose between two stacks: not one formula

@@ -21,6 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from model.steps import no_findings, page_step, unchanged_with_no_notes
+
 # A span is a script when its type is this much smaller than the line's body type ...
 SCRIPT_SIZE_RATIO = 0.9
 # ... and its baseline sits this share of the body size above (super) or below (sub) it.
@@ -96,6 +98,8 @@ class Formula:
 
 
 def _latex_char(ch: str) -> str:
+    if ch in "{}":
+        return "\\" + ch  # a set's brace, printed: in LaTeX it must be escaped
     if ch in _GREEK:
         return _GREEK[ch] + " "
     return _SYMBOLS.get(ch, ch) + (" " if ch in _SYMBOLS and _SYMBOLS[ch][:1] == "\\" else "")
@@ -105,6 +109,7 @@ def _latex_text(text: str) -> str:
     return "".join(_latex_char(ch) for ch in text)
 
 
+@page_step("formula rebuilding", fallback=no_findings)
 def page_formulas(
     page_dict: dict[str, Any], skip: list[tuple[float, float, float, float]] | None = None
 ) -> list[Formula]:
@@ -128,10 +133,21 @@ def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
     if len(spans) < 2:
         return None
     latex_line, scripts = _spans_latex(spans)
-    if not scripts:
+    if not scripts and not any(is_math_font(span.get("font", "")) for span in spans):
         return None
     plain = "".join(span["text"] for span in spans)
     return _formula_run(latex_line, plain)
+
+
+# Fonts that set mathematics: TeX's math italic, symbols and extension fonts, the AMS symbol
+# fonts, and the OpenType and Type 1 math fonts of other typesetters.
+_MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSAM|MSBM|Math|STIX|Symbol|XITS|Asana", re.IGNORECASE)
+
+
+def is_math_font(name: str) -> bool:
+    """Whether a span's font is one that sets mathematics (a line in it around a relation is
+    a formula even with no sub- or superscript)."""
+    return bool(_MATH_FONT.search(name.split("+", 1)[-1]))
 
 
 def spans_latex(spans: list[dict[str, Any]], body: tuple[float, float] | None = None) -> str:
@@ -185,6 +201,8 @@ def _formula_run(latex_line: str, plain: str) -> Formula | None:
     if start == relation or end == relation + 1:
         return None
     latex = " ".join(words[start:end])
+    if not _balanced(latex) or latex.startswith(("^{", "_{")):
+        return None  # "x_{2}) = d_{Y} (\phi": cut inside a bracket; the text stays as it is
     if not re.search(r"[\^_]\{", latex) and not any(w.startswith("\\") for w in words[start:end]):
         return None  # "page 1 = cover" is prose; a formula has a script or a symbol
     # The same words in the extractor's text: count the non-space characters they came from.
@@ -195,10 +213,46 @@ def _formula_run(latex_line: str, plain: str) -> Formula | None:
 
 
 def _is_mathy(word: str) -> bool:
-    if not _MATHY.match(word):
+    # A comma ends a formula (", where …") unless a bracket it opened is still open:
+    # "d(x," in "d(x, z)".
+    if word.endswith(","):
+        opened = sum(word.count(b) for b in "([{") - sum(word.count(b) for b in ")]}")
+        if opened <= 0:
+            return False
+        word = word.rstrip(",")
+    if not _MATHY.match(word) or _is_prose_word(word):
         return False
     letters = [w for w in _WORDS.findall(re.sub(r"\\[A-Za-z]+", "", word))]
     return all(w.lower() in _FUNCTIONS for w in letters)
+
+
+# A word of two letters or more, letters only, that is this frequent in English, German or
+# French (wordfreq's Zipf scale: "of" 7.4, "und" 7.0, "mit" 6.4; "dx" 2.2, "xy" 2.9) is a
+# word of the sentence around a formula, not a product of variables.
+_PROSE_ZIPF = 4.0
+_PROSE_LANGUAGES = ("en", "de", "fr")
+
+
+def _is_prose_word(word: str) -> bool:
+    if len(word) < 2 or not word.isalpha() or word.lower() in _FUNCTIONS:
+        return False
+    import wordfreq  # loaded once per process, where a formula candidate is found
+
+    return any(wordfreq.zipf_frequency(word, lang) >= _PROSE_ZIPF for lang in _PROSE_LANGUAGES)
+
+
+def _balanced(latex: str) -> bool:
+    """Whether the formula's own brackets pair up (a run cut inside a bracket is no formula)."""
+    escaped = re.findall(r"\\[{}]", latex)
+    for opening, text in (("\\{", escaped), ("([{", re.sub(r"\\[{}]", "", latex))):
+        depth = 0
+        for token in text:
+            depth += 1 if token in opening else -1 if token in ("\\}", ")", "]", "}") else 0
+            if depth < 0:
+                return False
+        if depth:
+            return False
+    return True
 
 
 _BACK = {v.strip(): k for k, v in {**{k: v for k, v in _SYMBOLS.items()}, **_GREEK}.items()}
@@ -210,6 +264,7 @@ def _plain_of(words: list[str]) -> str:
     flattened), for locating the formula in its line."""
     text = " ".join(words)
     text = re.sub(r"[\^_]\{([^{}]*)\}", r"\1", text)
+    text = text.replace("\\{", "{").replace("\\}", "}")
     return re.sub(r"\\[A-Za-z]+", lambda m: _BACK.get(m.group(0), m.group(0)), text)
 
 
@@ -242,6 +297,7 @@ def _plain_index(line: str) -> tuple[str, list[int]]:
     return _squash("".join(chars)), where
 
 
+@page_step("formula rebuilding", fallback=unchanged_with_no_notes)
 def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[str]]:
     """The Markdown with each formula's flat text replaced by its LaTeX; and notes for the
     formulas that could not be placed (they stay as text, and the page is flagged)."""

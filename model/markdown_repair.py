@@ -14,6 +14,8 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
+from model.steps import page_step
+
 # --- debris ------------------------------------------------------------------------------------
 
 # pymupdf4llm writes the text it finds inside a picture (figure labels, a scanned form's
@@ -303,7 +305,10 @@ _RUNNING_LINE = re.compile(
     r"[-–—]?\s*\d{1,4}\s*[-–—]?"  # 12, - 12 -
     r"|[ivxlcdm]{1,7}"  # roman page numbers
     r"|(?:page|seite|página|pagina|p\.)\s*\d{1,4}(?:\s*(?:of|/|von|de|sur)\s*\d{1,4})?"
-    r"|\d{1,4}\s*(?:/|of)\s*\d{1,4}"
+    r"|\d{1,4}\s*(?:/|of|von|de|sur)\s*\d{1,4}"
+    # a browser's print: the page's address, and the date and time it was printed
+    r"|https?://\S+"
+    r"|\d{1,2}[./-]\d{1,2}[./-]\d{2,4},?\s+\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]m)?"
     r"|(?:revision|rev\.|version)\s*:?\s*[\w.]{1,12}(?:\s*[-–,|]\s*.{0,40})?"
     r"|downloaded (?:from|by|on) .{3,160}"
     r"|printed (?:on|from|by) .{3,120}"
@@ -347,6 +352,11 @@ def plain_fractions(markdown: str) -> str:
 # --- all of it ---------------------------------------------------------------------------------
 
 
+def _unrepaired(markdown: str, **kwargs: object) -> tuple[str, Repairs]:
+    return markdown, Repairs()
+
+
+@page_step("markdown repair", fallback=_unrepaired)
 def repair_text_layer(
     markdown: str, *, drop_running: bool, page_lines: list[str] | None = None
 ) -> tuple[str, Repairs]:

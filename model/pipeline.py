@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from model.documents import MUPDF_LOCK, PDF
 from model.engines.base import Engine, EngineError, EngineOptions, PageInput, PageResult
@@ -13,6 +14,7 @@ from model.formats import types as formats
 from model.layout import page_size_points
 from model.layout.schema import PageLayout, whole_page_layout
 from model.quality.signals import quality_report
+from model.steps import StepFailure, page_step, steps_recorded
 from model.textnorm import normalize_markdown
 from model.tokens import count_tokens
 
@@ -21,23 +23,28 @@ logger = logging.getLogger(__name__)
 
 def transcribe_page(engine: Engine, page: PageInput, options: EngineOptions) -> PageResult:
     """The engine's transcription, normalised as the options ask, with its quality report in
-    ``extra["quality"]`` (signals, ``needs_review``, reasons).
+    ``extra["quality"]`` (signals, ``needs_review``, reasons, ``failed_steps``).
+
+    Every step after the engine's raw reading is isolated (``model.steps``): one that raises
+    leaves the page with its reading from before that step, and the page is flagged for
+    review, naming the step, instead of failing.
 
     Office, OpenDocument, web and text documents are not transcribed: their page is a unit of
     the structural conversion (``model.formats.structure``), whatever the engine. E-books are
     laid out as PDF first, and the engine reads that PDF's page."""
-    fmt = formats.format_of(page.mime_type)
-    if fmt is not None and fmt.kind in formats.CONVERTED_KINDS:
-        return finish_page(page, structured_page(page, fmt, options), options)
-    if fmt is not None and fmt.kind == "ebook":
-        try:
-            with MUPDF_LOCK:
-                pdf = ebooks.as_pdf(page.data, fmt)
-        except ebooks.EbookError as exc:
-            raise EngineError(str(exc)) from exc
-        page = PageInput(data=pdf, mime_type=PDF, page_number=page.page_number)
-    result = engine.transcribe(page, options)
-    return finish_page(page, result, options)
+    with steps_recorded() as failed:
+        fmt = formats.format_of(page.mime_type)
+        if fmt is not None and fmt.kind in formats.CONVERTED_KINDS:
+            return finish_page(page, structured_page(page, fmt, options), options, failed)
+        if fmt is not None and fmt.kind == "ebook":
+            try:
+                with MUPDF_LOCK:
+                    pdf = ebooks.as_pdf(page.data, fmt)
+            except ebooks.EbookError as exc:
+                raise EngineError(str(exc)) from exc
+            page = PageInput(data=pdf, mime_type=PDF, page_number=page.page_number)
+        result = engine.transcribe(page, options)
+        return finish_page(page, result, options, failed)
 
 
 def structured_page(
@@ -97,17 +104,17 @@ STRUCTURE_METHOD = "structure"
 NOMINAL_PAGE_POINTS = (595.0, 842.0)  # A4
 
 
-def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> PageResult:
+def finish_page(
+    page: PageInput,
+    result: PageResult,
+    options: EngineOptions,
+    failed: list[StepFailure] | None = None,
+) -> PageResult:
+    """Normalisation, a layout where the engine gave none, and the quality report; the steps
+    that failed on this page (``failed``, from ``steps_recorded``) go into the report."""
+    failed = [] if failed is None else failed
     if options.normalize:
-        normalized = normalize_markdown(result.markdown, options.normalize)
-        if normalized != result.markdown:
-            result.markdown = normalized
-            if result.output_tokens and engine_counts_approximately(result):
-                result.output_tokens = count_tokens(normalized)
-        if result.layout is not None:
-            result.layout = result.layout.with_markdown(
-                lambda text: normalize_markdown(text, options.normalize)
-            )
+        _normalized(result, options.normalize)
     if result.layout is None and result.method == STRUCTURE_METHOD:
         # A unit of a structured document has no geometry of its own: one block over a
         # nominal A4 page, so that blocks and chunks still cite it. Where LibreOffice draws
@@ -118,19 +125,51 @@ def finish_page(page: PageInput, result: PageResult, options: EngineOptions) -> 
     started = time.perf_counter()
     if result.method == STRUCTURE_METHOD:
         # The document's own text, not a reading of pixels: no OCR signal applies to it.
-        result.extra["quality"] = {"needs_review": False, "reasons": [], "signals": {}}
-        return result
-    try:
-        quality = quality_report(page, result)
-    except Exception:  # a signal's bug must not fail a page that was transcribed
-        logger.exception("page %s: quality signals failed", page.page_number)
-        quality = {"needs_review": False, "reasons": [], "signals": {}, "error": True}
-    quality["seconds"] = round(time.perf_counter() - started, 4)
-    result.extra["quality"] = quality
+        quality: dict[str, Any] = {"needs_review": False, "reasons": [], "signals": {}}
+    else:
+        quality = _quality_report(page, result)
+        quality["seconds"] = round(time.perf_counter() - started, 4)
+    result.extra["quality"] = with_failed_steps(quality, failed)
     # The OCR's lines served the signals; the page's stored report need not carry them.
     result.extra.pop("ocr_lines", None)
     result.extra.pop("ocr_width", None)
     return result
+
+
+def with_failed_steps(quality: dict[str, Any], failed: list[StepFailure]) -> dict[str, Any]:
+    """The report with the steps that failed on the page: ``failed_steps`` (each step's name
+    and error, in order; empty when none did), and the page flagged for review, saying which
+    step and that the page kept its reading from before it."""
+    quality["failed_steps"] = [failure.as_dict() for failure in failed]
+    if failed:
+        quality["needs_review"] = True
+        names = ", ".join(dict.fromkeys(failure.step for failure in failed))
+        quality["reasons"] = [
+            f"failed step: {names} (the page keeps its reading from before it)",
+            *quality.get("reasons", []),
+        ]
+    return quality
+
+
+def _no_report(page: PageInput, result: PageResult) -> dict[str, Any]:
+    return {"needs_review": False, "reasons": [], "signals": {}}
+
+
+@page_step("signals", fallback=_no_report)
+def _quality_report(page: PageInput, result: PageResult) -> dict[str, Any]:
+    return quality_report(page, result)
+
+
+def _normalized(result: PageResult, steps: str) -> None:
+    """The Markdown and the layout's texts normalised (``normalize_markdown`` is a page step:
+    where it fails, the text stays as it was)."""
+    normalized = normalize_markdown(result.markdown, steps)
+    if normalized != result.markdown:
+        result.markdown = normalized
+        if result.output_tokens and engine_counts_approximately(result):
+            result.output_tokens = count_tokens(normalized)
+    if result.layout is not None:
+        result.layout = result.layout.with_markdown(lambda text: normalize_markdown(text, steps))
 
 
 def _whole_page(page: PageInput, result: PageResult) -> PageLayout | None:

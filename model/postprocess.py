@@ -13,6 +13,8 @@ from typing import Any
 
 from PIL import Image
 
+from model.steps import no_findings, page_step, unchanged
+
 # --- Markdown from a text layer ----------------------------------------------------------------
 
 # pymupdf4llm's own markers: page separators, and placeholders for pictures it did not keep.
@@ -24,6 +26,7 @@ _ARTIFACT_LINES = re.compile(
 _BOLD_HEADING = re.compile(r"^(#{1,6}) +\*\*(.+?)\*\* *$", re.MULTILINE)
 
 
+@page_step("markdown tidying", fallback=unchanged)
 def tidy_markdown(markdown: str) -> str:
     """Strip extractor artifacts and stray whitespace; at most one blank line in a row."""
     text = markdown.replace("\r\n", "\n")
@@ -70,6 +73,12 @@ def scale_box(box: tuple[int, int, int, int], width: int, height: int) -> tuple[
     return (max(0, left), max(0, top), min(width, right), min(height, bottom))
 
 
+def _tags_dropped(text: str, **kwargs: object) -> tuple[str, list[Figure]]:
+    """The model's output with its grounding tags and special tokens dropped, no figures."""
+    return _STRAY_SPECIAL.sub("", _GROUNDING.sub("", text)), []
+
+
+@page_step("model output cleaning", fallback=_tags_dropped)
 def vlm_markdown(
     text: str, *, page_size: tuple[int, int], page_number: int, figures: bool
 ) -> tuple[str, list[Figure]]:
@@ -105,6 +114,7 @@ def vlm_markdown(
     return tidy_markdown(text), found
 
 
+@page_step("figure crops", fallback=no_findings)
 def figure_reports(page: Image.Image, figures: Iterable[Figure]) -> list[dict[str, Any]]:
     """The figures as an engine reports them in ``PageResult.extra["figures"]``: name, box on
     the page, and the crop's PNG (base64; the service stores it and drops the bytes)."""

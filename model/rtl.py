@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from model.steps import no_findings, no_fixes, page_step, unchanged
+
 _ALEFS = "اأإآ"
 _LAM = "ل"
 _ARABIC = re.compile("[\u0600-\u06ff]")
@@ -22,6 +24,7 @@ def has_arabic(text: str) -> bool:
     return bool(_ARABIC.search(text))
 
 
+@page_step("right-to-left ordering", fallback=no_fixes)
 def ligature_fixes(rawdict: dict[str, Any]) -> dict[str, str]:
     """Words as extracted → the same words with their lam-alef pairs in logical order, from a
     page's ``get_text("rawdict")``; only words whose fix is unambiguous."""
@@ -59,6 +62,7 @@ def ligature_fixes(rawdict: dict[str, Any]) -> dict[str, str]:
     return {k: v for k, v in fixes.items() if k not in clashes}
 
 
+@page_step("right-to-left ordering", fallback=unchanged)
 def apply_fixes(markdown: str, fixes: dict[str, str]) -> str:
     if not fixes:
         return markdown
@@ -73,6 +77,7 @@ _SAME_LINE = 0.6
 _RUN_GAP = 1.0
 
 
+@page_step("right-to-left ordering", fallback=no_findings)
 def run_order_fixes(page_dict: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
     """Right-to-left lines that MuPDF cut into runs, as (runs left to right, runs right to
     left), from a page's ``get_text("dict")``.
@@ -115,6 +120,7 @@ def run_order_fixes(page_dict: dict[str, Any]) -> list[tuple[list[str], list[str
     return fixes
 
 
+@page_step("right-to-left ordering", fallback=unchanged)
 def apply_run_order(markdown: str, fixes: list[tuple[list[str], list[str]]]) -> str:
     """Each line's runs, found joined left to right (with or without a space between them),
     put right to left with a space between them."""
@@ -137,6 +143,7 @@ _HTML_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.DOTALL)
 _RTL_WORD = re.compile("^[\u0600-\u06ff\u0750-\u077f\u200c\u200f]+[.,:;!?؟،]?$")
 
 
+@page_step("right-to-left ordering", fallback=unchanged)
 def table_cell_order(markdown: str, page_lines: list[str]) -> str:
     """Table cells of right-to-left words in logical order.
 
@@ -177,6 +184,7 @@ _HTML_ROW = re.compile(r"(<tr\b[^>]*>)(.*?)(</tr>)", re.DOTALL | re.IGNORECASE)
 _HTML_CELLS = re.compile(r"<t[dh]\b[^>]*>.*?</t[dh]>", re.DOTALL | re.IGNORECASE)
 
 
+@page_step("right-to-left ordering", fallback=unchanged)
 def table_column_order(markdown: str) -> str:
     """Right-to-left tables with their columns in reading order, first column first.
 

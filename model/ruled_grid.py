@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from model.steps import nothing, page_step
+
 # A gap holds a rule when some pixel column of it is dark over this share of the row's height
 # (a glyph's stem covers under half of a padded text box; noise and JPEG leave gaps in a
 # rule, so not all of it).
@@ -108,6 +110,7 @@ class Cell:
     column: int = 0  # the first column it covers
 
 
+@page_step("ruled grids", fallback=nothing)
 def ruled_cells(
     bands: list[tuple[float, float]],
     columns: list[tuple[float, float]],
@@ -209,6 +212,7 @@ def cells_html(rows: list[list[Cell]]) -> str:
     return "<table>" + "".join(out) + "</table>"
 
 
+@page_step("ruled grids", fallback=nothing)
 def ruled_page(pixels: Any, rotation: int, skew_degrees: float) -> RuledPage | None:
     """The ruling of an upright page (``rotation`` 0) or one scanned upside down (180) from
     the scanned image's pixels; None for a sideways page (its tables are left unmerged)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from model.ruled_grid import RuledPage
 from model.scan_lines import MIN_SKEW, Line, TextBox, group_lines, level_box
 from model.scan_tables import table_markdown, table_run_end
+from model.steps import page_step
 
 # A column gutter must be this wide (fraction of page width) and lie in the page's middle band.
 # It is small because detection boxes are padded: LaTeX's 10 pt gutter leaves about 3 px.
@@ -40,6 +41,13 @@ _SHORT_LINE = 0.3
 _HEADING_RATIO = 1.6
 
 
+def _lines_top_down(boxes: Sequence[TextBox], *args: object, **kwargs: object) -> str:
+    """The OCR's lines top to bottom, one per line: its reading without a layout."""
+    ordered = sorted(boxes, key=lambda box: (box.y0, box.x0))
+    return "\n".join(box.text for box in ordered if box.text.strip()) + "\n" if boxes else ""
+
+
+@page_step("OCR layout", fallback=_lines_top_down)
 def boxes_to_markdown(
     boxes: Sequence[TextBox],
     page_width: float,
@@ -125,9 +133,12 @@ def _without_running_lines(boxes: list[TextBox], page_height: float) -> list[Tex
     if not body:
         return boxes
     for line in lines:
-        if (line.cy < top or line.cy > bottom) and is_running_line(line.text):
-            continue
-        kept.extend(line.boxes)
+        if top <= line.cy <= bottom:
+            kept.extend(line.boxes)
+        elif not is_running_line(line.text):
+            # A browser's print puts the page count and the date on one row, far apart: each
+            # box of a margin row is judged on its own too.
+            kept.extend(box for box in line.boxes if not is_running_line(box.text))
     return kept
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
+from model.steps import page_step, unchanged
+
 _TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL | re.IGNORECASE)
 
 
@@ -55,6 +57,7 @@ class _Grid(HTMLParser):
             self._cell.append(data)
 
 
+@page_step("table format", fallback=unchanged)
 def html_tables(markdown: str) -> str:
     """The ``html`` format: HTML tables, stacked rows split."""
     return _TABLE.sub(lambda m: split_stacked_rows(str(m.group(0))), markdown)
@@ -120,6 +123,7 @@ def split_stacked_rows(table_html: str) -> str:
     return _ROW.sub(split, table_html)
 
 
+@page_step("table format", fallback=unchanged)
 def auto_tables(markdown: str) -> str:
     """Each HTML table without merged cells in ``markdown`` written as a pipe table (stacked
     rows split first)."""

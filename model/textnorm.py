@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from model.steps import page_step, unchanged
+
 STEPS = ("ligatures", "hyphenation", "whitespace")
 ALL = "all"
 NONE = "none"
@@ -53,6 +55,7 @@ def parse_steps(value: str | Iterable[str] | bool | None) -> str:
     return ",".join(sorted(names))
 
 
+@page_step("text normalisation", fallback=unchanged)
 def normalize_markdown(markdown: str, steps: str) -> str:
     """Apply the named steps (a ``parse_steps`` string) outside code fences and tables."""
     chosen = {s for s in steps.split(",") if s}

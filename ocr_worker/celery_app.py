@@ -6,6 +6,7 @@ messages by task name. Workers get Django set up by Celery's Django fixup at sta
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
@@ -15,6 +16,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 from django.conf import settings  # noqa: E402  (needs DJANGO_SETTINGS_MODULE)
 
 MAINTENANCE_QUEUE = "folio"
+
+
+class _NoResultBackendNotes(logging.Filter):
+    """A revoke (a cancelled job's pages) makes Celery try to record each task as revoked in
+    the result backend, which Folio has none of by design: one warning per page, thousands
+    per cancel. The revoke itself works (the worker drops the messages)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "as revoked in backend" not in record.getMessage()
+
+
+logging.getLogger("celery.worker.control").addFilter(_NoResultBackendNotes())
 
 app = Celery("folio")
 app.conf.update(
@@ -54,5 +67,5 @@ app.conf.update(
             "schedule": float(settings.FOLIO_RETENTION_SWEEP_SECONDS),
         },
     },
-    imports=["ocr_worker.tasks", "ocr_worker.engines"],
+    imports=["ocr_worker.tasks", "ocr_worker.engines", "ocr_worker.serving"],
 )

@@ -111,14 +111,12 @@ def _transcribe(task, claim: services.PageClaim) -> str:
             factor=2, retries=claim.attempts, maximum=RETRY_BACKOFF_MAX_SECONDS, full_jitter=True
         )
         raise task.retry(countdown=countdown, max_retries=None) from exc
-    except EngineError as exc:
-        services.page_fail(claim=claim, error=str(exc))
-        return "failed"
     except SoftTimeLimitExceeded:
-        services.page_fail(
-            claim=claim,
-            error=f"the page took longer than {settings.FOLIO_PAGE_SOFT_TIME_LIMIT} s, the limit",
-        )
+        services.page_fail(claim=claim, error=_past_soft_limit())
+        return "failed"
+    except EngineError as exc:
+        # An engine that caught the soft limit as any other failure still ran out of time.
+        services.page_fail(claim=claim, error=_past_soft_limit() if _timed_out(exc) else str(exc))
         return "failed"
     except Exception:
         logger.exception("page %s: unexpected engine failure", claim.page_id)
@@ -209,6 +207,22 @@ def expire_jobs() -> int:
     expired = services.jobs_expire()
     account_services.usage_counters_prune()
     return expired
+
+
+def _past_soft_limit() -> str:
+    return f"the page took longer than {settings.FOLIO_PAGE_SOFT_TIME_LIMIT} s, the limit"
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether the soft time limit is what ``exc`` came from (as its cause or context)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, SoftTimeLimitExceeded):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _worker_id(node: str | None) -> str:

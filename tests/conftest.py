@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,32 @@ def _quick_password_hashing(request):
             "django.contrib.auth.hashers.PBKDF2PasswordHasher",
         ]
     ):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_worker_heartbeat_left_from_an_earlier_run(request):
+    """A run stopped half-way leaves its workers' heartbeats in this process's Redis database,
+    where they would count as serving for a while: each run starts with none."""
+    if request.config.pluginmanager.has_plugin("django"):
+        from tests.workers import forget_heartbeats
+
+        # No broker: the tests that need one say so themselves.
+        with contextlib.suppress(Exception):
+            forget_heartbeats()
+    yield
+
+
+@pytest.fixture
+def one_rate_window():
+    """The clock stands still at the start of a minute. Rate limits count per clock minute, so a
+    test that sends several requests and expects the last one refused would see it accepted
+    if the host's load let the requests straddle two minutes."""
+    from datetime import UTC, datetime
+
+    import time_machine
+
+    with time_machine.travel(datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC), tick=False):
         yield
 
 

@@ -69,3 +69,41 @@ def hostile_server(behaviour: str, *, seconds: float = 30.0) -> Iterator[Hostile
         stop.set()
         thread.join(timeout=5)
         listener.close()
+
+
+@dataclass
+class RecordingServer:
+    url: str  # http://127.0.0.1:PORT
+    requests: list[str]  # "METHOD PATH" of every request it was sent, in order
+
+
+@contextmanager
+def recording_server() -> Iterator[RecordingServer]:
+    """A listener on 127.0.0.1 that answers every request 404 and notes it: the documents of
+    ``tests/hostile_office.py`` point at it, and it must hear nothing."""
+    import http.server
+
+    server = RecordingServer(url="", requests=[])
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _note(self) -> None:
+            server.requests.append(f"{self.command} {self.path}")
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_HEAD = do_POST = do_OPTIONS = do_PROPFIND = _note
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

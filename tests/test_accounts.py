@@ -3,7 +3,11 @@ per-user quotas and rate limits (a 429 with Retry-After, nothing queued)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -21,6 +25,7 @@ from webapp.jobs.models import Job, Page
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "a-long-enough-passphrase-42"
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 @override_settings(FOLIO_SIGNUP="open")
@@ -150,6 +155,7 @@ def test_a_job_larger_than_the_whole_daily_quota_says_to_select_fewer_pages(make
     assert not Job.objects.exists()
 
 
+@pytest.mark.usefixtures("one_rate_window")
 def test_an_idempotent_replay_does_not_count_against_the_rate_limit(make_user):
     user = make_user("ivy")
     limited(user, requests_per_minute=1)
@@ -220,14 +226,53 @@ def test_sign_up_is_by_invitation_by_default(client):
     )
     forged = client.get("/account/signup/?invite=ivy:forged")
 
-    assert refused.status_code == 404 and forged.status_code == 404
+    # Without an invitation the page says how to get one, not that nothing is there.
+    assert refused.status_code == 403 and forged.status_code == 403
+    assert "Sign-up is by invitation" in refused.text
+    assert "manage.py invite USERNAME" in refused.text
+    assert "This invitation link does not work" in forged.text
     assert invited.status_code == 302
     assert get_user_model().objects.filter(username="ivy").exists()  # the invited name only
     assert not get_user_model().objects.filter(username="someone-else").exists()
 
 
 @override_settings(FOLIO_SIGNUP="closed")
-def test_closed_sign_up_takes_no_invitation_either(client):
+def test_closed_sign_up_takes_no_invitation_either_and_is_not_offered(client):
     from webapp.accounts.invites import invite_make
 
     assert client.get(f"/account/signup/?invite={invite_make(username='ivy')}").status_code == 404
+    login = client.get("/account/login/")
+    assert 'href="/account/signup/"' not in login.text  # neither in the navigation nor below
+
+
+def test_an_invite_only_server_says_on_the_log_in_page_how_accounts_are_made(client):
+    login = client.get("/account/login/")
+
+    assert "accounts from an invitation link" in login.text
+    assert 'href="/account/signup/"' in login.text  # the navigation's link explains it
+
+
+def manage(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *argv],
+        cwd=REPOSITORY, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+
+
+def test_an_invitation_links_to_the_port_make_run_serves_on_or_to_the_public_url(tmp_path):
+    from webapp.public_url import public_url_record
+
+    # A shell beside `make run` (PORT=9000 make run): neither PORT nor FOLIO_PUBLIC_URL set.
+    env = {k: v for k, v in os.environ.items() if k not in ("PORT", "FOLIO_PUBLIC_URL")}
+    env.pop("DATABASE_URL", None)  # the embedded mode's SQLite under var/
+    env["FOLIO_VAR_DIR"] = str(tmp_path / "var")
+    (tmp_path / "var").mkdir()
+    public_url_record(var_dir=tmp_path / "var", port="9000")
+
+    beside_make_run = manage("invite", "ivy", env=env)
+    deployed = manage("invite", "ivy", env={**env, "FOLIO_PUBLIC_URL": "https://ocr.example.org/"})
+
+    assert beside_make_run.stdout.startswith("http://127.0.0.1:9000/account/signup/?invite=")
+    assert "the address `make run` serves on" in beside_make_run.stderr
+    assert deployed.stdout.startswith("https://ocr.example.org/account/signup/?invite=")
+    assert deployed.stderr == ""

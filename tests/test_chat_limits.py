@@ -31,6 +31,7 @@ def chat_body(images: int) -> dict:
     }
 
 
+@pytest.mark.usefixtures("one_rate_window")
 def test_a_request_over_the_rate_limit_creates_and_charges_nothing(make_user):
     alice = make_user("alice")
     AccountLimits.objects.create(user=alice, requests_per_minute=5)

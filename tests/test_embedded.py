@@ -49,7 +49,8 @@ def embedded_service(tmp_path):
             process.wait()
 
 
-def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 120) -> None:
+def wait_until_ready(base_url: str, process: subprocess.Popen, timeout: float = 600) -> None:
+    # A guard against a hang, not a measure: a loaded host took minutes to load the engine.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert process.poll() is None, f"make run's process exited; see {LOG_DIR / 'embedded.log'}"
@@ -95,3 +96,41 @@ def test_the_embedded_service_turns_a_pdf_into_markdown(embedded_service):
     for marker in documents.BORN_DIGITAL_PAGE_MARKERS:
         assert marker in markdown
     assert documents.BORN_DIGITAL_TABLE_ROWS[0][0] in markdown
+
+    # An invitation made in another shell (no PORT there) links to the port the server runs
+    # on, and the link opens the sign-up form.
+    beside = {k: v for k, v in env.items() if k not in ("PORT", "FOLIO_PUBLIC_URL")}
+    link = subprocess.run(
+        [sys.executable, "manage.py", "invite", "ivy"],
+        cwd=REPOSITORY, env=beside, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert link.startswith(f"{base_url}/account/signup/?invite=")
+    signup = httpx.get(link, timeout=30)
+    assert signup.status_code == 200 and "Create an account" in signup.text
+
+    # A connection left idle for longer than httpx keeps one (5 s) still answers: gunicorn's
+    # own 2 s keep-alive closed it under clients polling every second or two.
+    assert answers_on_one_connection(base_url, pause=6) == [200, 200]
+
+
+def answers_on_one_connection(base_url: str, *, pause: float) -> list[int]:
+    """The statuses of two GET /healthz sent on one TCP connection, ``pause`` s apart."""
+    host, port = base_url.removeprefix("http://").split(":")
+    statuses = []
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        reader = sock.makefile("rb")
+        for n in range(2):
+            if n:
+                time.sleep(pause)
+            sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            status = reader.readline()
+            if not status:
+                statuses.append(0)  # the server had closed the connection
+                break
+            length = 0
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            reader.read(length)
+            statuses.append(int(status.split()[1]))
+    return statuses

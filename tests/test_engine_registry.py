@@ -18,20 +18,25 @@ from model.engines.registry import ENGINES, UnknownEngine, engine_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What a web process does with engines: import the whole URL tree (every view), check a
-# submission's engine and token budget, look up the result cache's engine version; then list
-# the modules it imported.
+# What a web process does with engines: start as gunicorn starts it (webapp.wsgi), import the
+# whole URL tree (every view), open a PDF as an upload's check does, check a submission's
+# engine and token budget, look up the result cache's engine version; then list the modules
+# it imported.
 WEB_PROCESS = """
 import json, os, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
-import django
-django.setup()
-import webapp.urls, webapp.wsgi
+import webapp.wsgi
+import webapp.urls
+from django.urls import get_resolver
+get_resolver().url_patterns  # every view module
+from model.documents import inspect_document
+from tests.documents import born_digital_pdf
+inspect_document(born_digital_pdf())
 from model.engines.registry import ENGINES, engine_names, engine_spec
 from webapp.results.services import engine_version
 for name in engine_names():
     engine_version(name), engine_spec(name).min_input_tokens_per_page
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None)))
 """
 
 
@@ -49,9 +54,11 @@ def test_importing_the_web_app_imports_no_engine_module():
     engine_modules = {spec.import_path.partition(":")[0] for spec in ENGINES.values()}
     assert "webapp.ui.views" in modules  # the probe did import the web app
     assert not modules & engine_modules
-    # ... nor what those engines would pull in. (onnxruntime is not on this list: importing
-    # PyMuPDF, which the web process needs to inspect uploads, loads pymupdf-layout with it.)
-    assert not modules & {"torch", "transformers", "vllm", "rapidocr"}
+    # ... nor what those engines would pull in: no inference runtime, nor PyMuPDF's layout
+    # model, which PyMuPDF would load at import (model/runtimes.py).
+    runtimes = {"torch", "transformers", "vllm", "rapidocr", "onnxruntime"}
+    assert not modules & (runtimes | {"pymupdf4llm", "pymupdf.layout"})
+    assert "pymupdf" in modules  # it opened the PDF
 
 
 # Importing the transformers engine imports PyTorch: tens of seconds, the slow tier's.

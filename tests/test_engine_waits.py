@@ -1,13 +1,15 @@
 """Queue honesty: no job waits for an engine that no live worker serves.
 
-The workers are real (or really absent): which engines are served is asked of them over the
-broker, as the service asks. The suite runs with FOLIO_REFUSE_UNSERVED_ENGINES=0 (most tests
-submit with no worker running); these tests turn the check on.
+The workers are real (or really absent): which engines are served is read from the heartbeats
+they write in the broker, as the service reads it. The suite runs with
+FOLIO_REFUSE_UNSERVED_ENGINES=0 (most tests submit with no worker running); these tests turn
+the check on.
 """
 
 from __future__ import annotations
 
 import base64
+import time
 from datetime import timedelta
 
 import pytest
@@ -19,7 +21,7 @@ from folio_client.cli import main
 from ocr_worker.tasks import reap_pages
 from tests import documents
 from tests.conftest import wait_for_job
-from tests.workers import WorkerProcess, purge_queues
+from tests.workers import WorkerProcess, forget_heartbeats, purge_queues
 from webapp.core.workers import serving_engines
 from webapp.jobs import engine_waits
 from webapp.jobs.models import Job, Page
@@ -83,18 +85,33 @@ def test_the_cli_exits_with_the_reason_instead_of_waiting(live_server, make_user
 @pytest.mark.django_db(transaction=True)
 def test_a_served_engine_is_taken_and_refused_once_its_workers_left(api):
     purge_queues("ocr.local", "folio")
-    with WorkerProcess(concurrency=1):
-        assert "local" in serving_engines(fresh=True)
-        with refusing:
+    grace = 5  # FOLIO_WORKER_SEEN_SECONDS here; the worker beats every half second
+    worker = WorkerProcess(concurrency=1, env={"FOLIO_WORKER_HEARTBEAT_SECONDS": "0.5"})
+    with override_settings(FOLIO_WORKER_SEEN_SECONDS=grace), refusing:
+        worker.start()
+        try:
+            assert "local" in serving_engines(fresh=True)
             accepted = api.post("/v1/jobs", {"file": upload(), "pages": "1"})
-        assert accepted.status_code == 202, accepted.content
-        assert wait_for_job(api, accepted.json()["id"])["status"] == "succeeded"
+            assert accepted.status_code == 202, accepted.content
+            assert wait_for_job(api, accepted.json()["id"])["status"] == "succeeded"
+        finally:
+            worker.stop(forget=False)
 
-    assert "local" not in serving_engines(fresh=True)
-    with refusing:
+        # Gone a moment ago: within the grace period it still counts (a restart refuses
+        # nothing); once the period has passed with no heartbeat, its engine is refused.
+        left = time.monotonic()
+        still = api.post("/v1/jobs", {"file": upload(documents.one_page_pdf()), "pages": "1"})
+        if time.monotonic() - left < grace:  # a busy host may have taken longer than that
+            assert still.status_code == 202, still.content
+        time.sleep(max(0.0, grace + 0.5 - (time.monotonic() - left)))
+        assert "local" not in serving_engines(fresh=True)
         refused = api.post("/v1/jobs", {"file": upload(), "pages": "1"})
     assert refused.status_code == 400
-    assert "no worker serves the engine 'local'" in refused.json()["message"]
+    assert (
+        "no worker serves the engine 'local' now (none seen in the last 5 s)"
+        in (refused.json()["message"])
+    )
+    forget_heartbeats(worker.name)
 
 
 @pytest.mark.django_db

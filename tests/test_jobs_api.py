@@ -202,11 +202,17 @@ def test_a_request_without_a_file_says_so(api):
     assert "file" in response.json()["message"]
 
 
-def test_the_api_wants_a_key(client):
+def test_the_api_wants_a_key_and_says_how_to_send_one(client):
     response = client.get("/v1/jobs/00000000-0000-0000-0000-000000000000")
 
     assert response.status_code == 401
     assert response.json()["status"] == 40103
+    assert_says_how_to_send_a_key(response.json()["message"])
+
+
+def assert_says_how_to_send_a_key(message: str) -> None:
+    assert "Authorization: Bearer <key>" in message, message
+    assert "FOLIO_API_KEY" in message and "/account/keys/" in message, message
 
 
 @without_worker
@@ -217,6 +223,27 @@ def test_a_revoked_or_unknown_key_is_refused(api):
 
     assert response.status_code == 401
     assert "unknown or has been revoked" in response.json()["message"]
+    assert_says_how_to_send_a_key(response.json()["message"])
+
+
+def test_a_key_sent_without_the_bearer_prefix_is_told_so(client, make_user):
+    from webapp.accounts.services import api_key_create
+
+    key = api_key_create(user=make_user("kim")).secret
+    bare = client.get("/v1/jobs", HTTP_AUTHORIZATION=key)
+    chat = client.post(
+        "/v1/chat/completions", {}, content_type="application/json", HTTP_AUTHORIZATION=key
+    )
+    proxy = client.get("/v1/jobs", HTTP_AUTHORIZATION="Basic a2ltOnNlY3JldA==")
+
+    assert bare.status_code == 401
+    assert "without the `Bearer ` prefix" in bare.json()["message"]
+    assert_says_how_to_send_a_key(bare.json()["message"])
+    assert chat.status_code == 401  # OpenAI's shape, the same words
+    assert_says_how_to_send_a_key(chat.json()["error"]["message"])
+    # Another scheme (a proxy's own credentials) is not taken for a key: no key was sent.
+    assert proxy.status_code == 401
+    assert proxy.json()["message"].startswith("No API key in the request")
 
 
 @without_worker

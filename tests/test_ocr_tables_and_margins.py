@@ -45,14 +45,30 @@ def test_prose_split_into_two_boxes_is_not_a_table():
     assert all_tables(boxes_to_markdown(boxes, page_width=1000)) == []
 
 
-def test_page_numbers_in_the_margins_go_only_when_asked():
-    body = [
+def _body() -> list[TextBox]:
+    return [
         TextBox(100, 300 + 30 * n, 900, 322 + 30 * n, f"Body line {n} of the page.")
         for n in range(5)
     ]
+
+
+def test_page_numbers_in_the_margins_go_only_when_asked():
+    body = _body()
     foot = TextBox(480, 1340, 520, 1362, "17")
     head = TextBox(100, 40, 400, 62, "Revision: 2.4")
     kept = boxes_to_markdown([head, *body, foot], 1000, page_height=1400)
     dropped = boxes_to_markdown([head, *body, foot], 1000, page_height=1400, drop_running=True)
     assert "17" in kept and "Revision" in kept
     assert "17" not in dropped and "Revision" not in dropped and "Body line 4" in dropped
+
+
+def test_a_printed_web_pages_count_and_date_go_though_they_share_a_row():
+    body = _body()
+    count = TextBox(40, 1340, 140, 1362, "1 von 19")
+    stamp = TextBox(760, 1340, 960, 1362, "24.08.2016 21:00")
+    title = TextBox(40, 40, 240, 62, "Linux - Wikipedia")
+    address = TextBox(600, 40, 960, 62, "https://de.wikipedia.org/wiki/Linux")
+    boxes = [title, address, *body, count, stamp]
+    dropped = boxes_to_markdown(boxes, 1000, page_height=1400, drop_running=True)
+    assert "von 19" not in dropped and "2016" not in dropped and "https" not in dropped
+    assert "Linux - Wikipedia" in dropped and "Body line 4" in dropped

@@ -557,6 +557,7 @@ def test_a_url_that_is_not_found_says_so(api, server, local_fetches):
 
 
 @without_worker
+@pytest.mark.usefixtures("one_rate_window")
 def test_anonymous_use_is_allowed_but_strictly_rate_limited(client):
     address = f"10.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}.7"
     with override_settings(FOLIO_READER_ANON_REQUESTS_PER_MINUTE=2):

@@ -69,6 +69,7 @@ def test_an_internal_address_is_a_451_through_post_and_get(api, url):
     for response in (posted, got):
         assert response.status_code == 451, response.content
         assert response.json()["status"] == 45102
+        assert "FOLIO_SSRF_ALLOW" in response.json()["message"]  # how a private one is opened
     assert not Job.objects.exists()
 
 

@@ -15,6 +15,13 @@ import psutil
 from django.db import connection
 
 from ocr_worker.celery_app import app
+from webapp.core.workers import (
+    INDEX_KEY,
+    RECORD_PREFIX,
+    broker_redis,
+    workers_cache_clear,
+    workers_seen,
+)
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 LOG_DIR = REPOSITORY / "test-output" / "workers"
@@ -78,9 +85,17 @@ class WorkerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"worker exited at start; see {self.log_path}")
-            if app.control.ping(destination=[self.name], timeout=0.5):
+            if app.control.ping(destination=[self.name], timeout=0.5) and self._heard():
                 return self
-        raise TimeoutError(f"worker did not answer a ping in {timeout} s; see {self.log_path}")
+        raise TimeoutError(
+            f"worker did not answer a ping and write its heartbeat in {timeout} s; "
+            f"see {self.log_path}"
+        )
+
+    def _heard(self) -> bool:
+        """Whether its serving heartbeat is written (the web reads which engines are served
+        from it); a worker of the maintenance queue alone writes one too."""
+        return self.name in {seen.node for seen in workers_seen(fresh=True)}
 
     def children(self) -> list[psutil.Process]:
         return psutil.Process(self.process.pid).children(recursive=True)
@@ -95,8 +110,13 @@ class WorkerProcess:
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
 
-    def stop(self, *, timeout: float = 20) -> None:
+    def stop(self, *, timeout: float = 20, forget: bool = True) -> None:
+        """Stop it (SIGTERM, then SIGKILL past ``timeout``). ``forget``: and delete its
+        heartbeat, as if its grace period had passed, so that the next test starts with no
+        worker seen (the tests of that grace period keep it)."""
         if self.process is None or self.process.poll() is not None:
+            if forget:
+                forget_heartbeats(self.name)
             return
         # Engines may start helpers in sessions of their own (vLLM's engine core): remember
         # every descendant now, so none outlives the test holding memory.
@@ -111,6 +131,8 @@ class WorkerProcess:
         for survivor in alive:
             with contextlib.suppress(psutil.NoSuchProcess):
                 survivor.kill()
+        if forget:
+            forget_heartbeats(self.name)
 
     def wait_idle(self, *, timeout: float = 60) -> None:
         """Return once this worker holds no task, running or prefetched."""
@@ -129,6 +151,18 @@ class WorkerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def forget_heartbeats(*nodes: str) -> None:
+    """Delete the serving heartbeats of these worker nodes (of every node with none): test
+    workers are gone for good when a test ends, and the next test must not count them for
+    the grace period."""
+    with broker_redis() as redis:
+        names = nodes or tuple(member.decode() for member in redis.smembers(INDEX_KEY))
+        if names:
+            redis.delete(*(RECORD_PREFIX + name for name in names))
+            redis.srem(INDEX_KEY, *names)
+    workers_cache_clear()
 
 
 def purge_queues(*queues: str) -> None:

@@ -17,7 +17,14 @@ import time
 from pathlib import Path
 from typing import cast
 
+from webapp.public_url import public_url_record
+
 REPOSITORY = Path(__file__).resolve().parents[1]
+# Seconds gunicorn keeps an idle connection open (FOLIO_WEB_KEEPALIVE; deploy/entrypoint.sh
+# too). Its default, 2 s, is shorter than the pauses of a client polling every second or two
+# (and than httpx's 5 s reuse of an idle connection): such a client sent its next request as
+# the server closed the connection, and got "Connection reset by peer".
+WEB_KEEPALIVE = "75"
 logger = logging.getLogger("folio.embedded")
 
 
@@ -29,16 +36,32 @@ def embedded_broker(var_dir: Path):
     return server, f"redis+socket://{server.socket_file}"
 
 
+def private_var_dir(var_dir: Path) -> None:
+    """``var/`` (the database, the uploads and their results, the broker, the secret key) for
+    this user only: what this process and its children create is theirs alone (umask 077),
+    and the folder itself, made by an older version or by hand, is closed to others."""
+    os.umask(0o077)
+    var_dir.mkdir(parents=True, exist_ok=True)
+    var_dir.chmod(0o700)
+    media = Path(os.environ.get("FOLIO_MEDIA_ROOT", var_dir / "media"))
+    if media.is_dir():
+        media.chmod(0o700)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     var_dir = Path(os.environ.get("FOLIO_VAR_DIR", REPOSITORY / "var"))
-    var_dir.mkdir(parents=True, exist_ok=True)
+    private_var_dir(var_dir)
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="webapp.settings")
     broker = None
     if not env.get("FOLIO_BROKER_URL"):
         broker, env["FOLIO_BROKER_URL"] = embedded_broker(var_dir)
         logger.info("embedded Redis broker at %s", env["FOLIO_BROKER_URL"])
     port = env.get("PORT", "8000")
+    # Links made by the service (webhooks) and by commands run beside it (`manage.py invite`)
+    # point at the port it serves on, unless the environment names another address.
+    address = public_url_record(var_dir=var_dir, port=port)
+    env.setdefault("FOLIO_PUBLIC_URL", address)
     python = sys.executable
 
     subprocess.run(
@@ -63,6 +86,7 @@ def main() -> int:
             [
                 python, "-m", "gunicorn", "webapp.wsgi", "--bind", f"127.0.0.1:{port}",
                 "--workers", "2", "--threads", "4", "--access-logfile", "-",
+                "--keep-alive", env.get("FOLIO_WEB_KEEPALIVE", WEB_KEEPALIVE),
             ],
             cwd=REPOSITORY, env=env,
         ),

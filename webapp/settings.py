@@ -23,6 +23,7 @@ from model.config import (
     env_list,
     env_str,
 )
+from webapp.public_url import public_url
 from webapp.secret_key import secret_key
 from webapp.storage_config import default_storage_config, storage_kind
 
@@ -47,7 +48,7 @@ FOLIO_TRUSTED_PROXIES = env_int("FOLIO_TRUSTED_PROXIES", 0, minimum=0)
 FOLIO_HTTPS = env_bool("FOLIO_HTTPS", False)
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = FOLIO_HTTPS
 SECURE_SSL_REDIRECT = FOLIO_HTTPS and env_bool("FOLIO_HTTPS_REDIRECT", True)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz(/web)?$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env_int(
     "FOLIO_HSTS_SECONDS", 365 * 24 * 3600 if FOLIO_HTTPS else 0, minimum=0
 )
@@ -114,6 +115,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "webapp.accounts.context_processors.signup",
             ],
         },
     },
@@ -145,6 +147,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- files ----------------------------------------------------------------------------------
 MEDIA_ROOT = Path(env_str("FOLIO_MEDIA_ROOT", str(VAR_DIR / "media")))
+if EMBEDDED:
+    # `make run`: uploads and results readable by this user only (Django's default is 0644).
+    FILE_UPLOAD_PERMISSIONS = 0o600
+    FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 # FOLIO_STORAGE: "filesystem" (MEDIA_ROOT, one host) or "s3" (a bucket every host shares);
@@ -206,10 +212,14 @@ FOLIO_RESULT_CACHE_SHARED = env_bool("FOLIO_RESULT_CACHE_SHARED", False)
 # --- queue ----------------------------------------------------------------------------------
 FOLIO_BROKER_URL = env_str("FOLIO_BROKER_URL") or env_str("REDIS_URL") or "redis://127.0.0.1:6379/0"
 FOLIO_DEFAULT_ENGINE = env_str("FOLIO_DEFAULT_ENGINE", "local")
-# A job for an engine that no live worker serves is refused at submission (every API). Off
-# only where the broker cannot broadcast to workers (Celery remote control unavailable); the
+# A job for an engine that no live worker serves is refused at submission (every API); the
 # test suite turns it off by default because most tests submit with no worker running.
 FOLIO_REFUSE_UNSERVED_ENGINES = env_bool("FOLIO_REFUSE_UNSERVED_ENGINES", True)
+# Each worker writes a heartbeat (its queues and capacity) this often; a worker counts as
+# serving until its last heartbeat is older than FOLIO_WORKER_SEEN_SECONDS, so a worker starved
+# of CPU for a while, or restarted, refuses nothing (webapp/core/workers.py).
+FOLIO_WORKER_HEARTBEAT_SECONDS = env_float("FOLIO_WORKER_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+FOLIO_WORKER_SEEN_SECONDS = env_int("FOLIO_WORKER_SEEN_SECONDS", 60, minimum=1)
 # Seconds a job may wait with queued pages while no live worker serves its engine (the workers
 # left after it was queued); then its waiting pages fail with that reason.
 FOLIO_ENGINE_WAIT_LIMIT = env_int("FOLIO_ENGINE_WAIT_LIMIT", 900, minimum=1)
@@ -271,6 +281,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webapp.core.errors.api_exception_handler",
+    # DRF's parsers, JSON's bounded in depth (a deeply nested body is a 400, not a 500).
+    "DEFAULT_PARSER_CLASSES": [
+        "webapp.core.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "UNAUTHENTICATED_USER": None,
     # Leaves out the browsable API where FOLIO_BROWSABLE_API is off.
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "webapp.core.surfaces.ContentNegotiation",
@@ -343,8 +359,9 @@ FOLIO_REQUESTS_PER_MINUTE = env_int("FOLIO_REQUESTS_PER_MINUTE", 120, minimum=0)
 # Files and results of a finished job are deleted this long after it finished (0: kept).
 FOLIO_RETENTION_HOURS = env_int("FOLIO_RETENTION_HOURS", 7 * 24, minimum=0)
 FOLIO_RETENTION_SWEEP_SECONDS = env_int("FOLIO_RETENTION_SWEEP_SECONDS", 3600, minimum=1)
-# Links in webhook bodies are absolute: the address clients reach this service at.
-FOLIO_PUBLIC_URL = env_str("FOLIO_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+# Links in webhook bodies and invitations are absolute: the address clients reach this service
+# at (under `make run`, the port it serves on: webapp/public_url.py).
+FOLIO_PUBLIC_URL, FOLIO_PUBLIC_URL_ORIGIN = public_url(var_dir=VAR_DIR, embedded=EMBEDDED)
 # Seconds to wait before each retry of a failed delivery; after the last one it is dead.
 FOLIO_WEBHOOK_RETRY_SCHEDULE = env_int_list(
     "FOLIO_WEBHOOK_RETRY_SCHEDULE", [5, 300, 1800, 7200, 18000, 36000], minimum=0

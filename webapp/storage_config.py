@@ -33,7 +33,9 @@ def default_storage_config(*, media_root: Path, environ: Mapping[str, str] | Non
     """The ``STORAGES["default"]`` entry for the chosen storage."""
     if storage_kind(environ=environ) == "filesystem":
         return {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            # Django's, writing each file under a temporary name first (a full disk leaves
+            # no truncated file behind).
+            "BACKEND": "webapp.core.atomic_storage.AtomicFileSystemStorage",
             "OPTIONS": {"location": str(media_root)},
         }
     return {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": _s3_options(environ)}

@@ -3,7 +3,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from webapp.accounts.api import ApiKeyDetailView, ApiKeyListCreateView
-from webapp.core.health import healthz, readyz
+from webapp.core.health import healthz, readyz, readyz_web
 from webapp.core.surfaces import metrics
 from webapp.jobs.api import (
     JobCancelView,
@@ -21,6 +21,7 @@ from webapp.webhooks import api as webhooks_api
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),
+    path("readyz/web", readyz_web, name="readyz-web"),
     path("metrics", metrics, name="prometheus-django-metrics"),
     path("v1/jobs", JobListCreateView.as_view(), name="job-list"),
     path("v1/jobs/<uuid:job_id>", JobDetailView.as_view(), name="job-detail"),

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from model.steps import page_step, unchanged
+
 # Lines read with less confidence than this are read again. The same level the quality
 # signal ``line_confidence`` calls a misreading (on the real scans every line under it was).
 REREAD_BELOW = 0.75
@@ -39,6 +41,7 @@ class OcrLines:
     reread: int = 0  # how many lines took their second reading
 
 
+@page_step("line re-reading", fallback=unchanged)
 def reread_doubtful(
     output: Any, pixels: np.ndarray, rotation: int, reader: Any, crop: Any
 ) -> OcrLines | Any:

@@ -29,6 +29,7 @@ from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
 from model.engines.line_reread import reread_doubtful
 from model.engines.local_config import LocalConfig
 from model.engines.ocr_coverage import unread_stretches
+from model.engines.ocr_layer import choose_reading, is_ocr_layer
 from model.engines.ocr_orientation import crop_line, page_rotation, reads_better_turned, unrotate
 from model.engines.ocr_output import (
     MAX_UNREAD_SHARE,
@@ -38,13 +39,15 @@ from model.engines.ocr_output import (
     read_confidently,
     unread_notes,
 )
-from model.engines.pdf_text import needs_ocr, pdf_page_image, text_layer_markdown
+from model.engines.pdf_text import image_coverage, needs_ocr, pdf_page_image, text_layer_markdown
 from model.engines.tesseract_lines import ScriptReading, TesseractLines, read_unread_lines
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
+from model.markdown_hygiene import readable_markdown
 from model.pages import PageSelectionError
 from model.rendering import open_page_image, open_pdf_page
 from model.ruled_grid import ruled_page
+from model.running_lines import document_running_lines, drop_lines, margin_lines, ocr_margin_lines
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import skew_of
 from model.tokens import count_tokens
@@ -86,7 +89,7 @@ class OcrReading:
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-10"
+    version: ClassVar[str] = "local-11"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self, config: LocalConfig | None = None) -> None:
@@ -124,6 +127,7 @@ class LocalEngine:
     def _transcribe_pdf_page(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()
         image: Image.Image | None = None
+        layer_image: Image.Image | None = None  # the picture under someone else's OCR layer
         markdown, layout = "", None
         notes: list[str] = []
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
@@ -135,17 +139,54 @@ class LocalEngine:
                     image = pdf_page_image(doc[0])
                 else:
                     markdown, layout, notes = text_layer_markdown(doc, options)
+                    if options.headers == "drop":
+                        own = margin_lines(doc[0])
+                        running = document_running_lines(page.data, page.page_number, own)
+                        markdown = drop_lines(markdown, running)
+                    if is_ocr_layer(doc[0], image_coverage(doc[0])):
+                        layer_image = pdf_page_image(doc[0])
             finally:
                 doc.close()
         done = time.perf_counter()
         if image is not None:
             # OCR runs outside the PyMuPDF lock: it needs only the pixels.
-            return self._ocr_result(
-                image, render_seconds=done - started, page_size=size, options=options
-            )
+            return self._pdf_ocr_result(page, image, done - started, size, options)
         result = _result(markdown, "text-layer", opened - started, done - opened)
         result.layout = layout
         result.extra["extraction_notes"] = notes
+        if layer_image is None:
+            return result
+        # Someone else's OCR under the text: the page is read by our own OCR too, and the
+        # reading with more words of its language is kept (``ocr_layer``).
+        read = self._pdf_ocr_result(page, layer_image, 0.0, size, options)
+        kept, report = choose_reading(result.markdown, read.markdown)
+        chosen = read if kept == "own-ocr" else result
+        chosen.extra["ocr_layer"] = report
+        chosen.render_seconds = round(result.render_seconds + read.render_seconds, 4)
+        chosen.engine_seconds = round(result.engine_seconds + read.engine_seconds, 4)
+        return chosen
+
+    def _pdf_ocr_result(
+        self,
+        page: PageInput,
+        image: Image.Image,
+        render_seconds: float,
+        size: tuple[float, float],
+        options: EngineOptions,
+    ) -> PageResult:
+        """A PDF page read by OCR, less the running lines its neighbours' text layers show."""
+        result = self._ocr_result(
+            image, render_seconds=render_seconds, page_size=size, options=options
+        )
+        if options.headers == "drop" and result.extra.get("ocr_lines"):
+            sideways = result.extra["rotation"] in (90, 270)
+            height = float(image.width if sideways else image.height)
+            own = ocr_margin_lines(result.extra["ocr_lines"], height)
+            with MUPDF_LOCK:
+                running = document_running_lines(page.data, page.page_number, own)
+            if running:
+                result.markdown = drop_lines(result.markdown, running)
+                result.output_tokens = count_tokens(result.markdown)
         return result
 
     # --- images and OCR ------------------------------------------------------------------------
@@ -257,14 +298,16 @@ class LocalEngine:
         # their skew is left alone.
         skew = skew_of(output.boxes) if rotation in (0, 180) else 0.0
         options = options or EngineOptions()
-        markdown = boxes_to_markdown(
-            upright,
-            upright_width,
-            page_height=upright_height,
-            drop_running=options.headers == "drop",
-            table_format=options.table_format,
-            skew_degrees=skew,
-            ruling=ruled_page(pixels, rotation, skew),
+        markdown = readable_markdown(
+            boxes_to_markdown(
+                upright,
+                upright_width,
+                page_height=upright_height,
+                drop_running=options.headers == "drop",
+                table_format=options.table_format,
+                skew_degrees=skew,
+                ruling=ruled_page(pixels, rotation, skew),
+            )
         )
         layout = None
         if page_size is not None:

@@ -25,6 +25,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from model.steps import nothing, page_step
+
 # Grey level under which a pixel is ink (as ``model.quality.signals.INK_LEVEL``).
 INK_LEVEL = 160
 # A column is inked when this share of the line's height (and at least two pixels) is ink.
@@ -38,6 +40,7 @@ JOIN_GAP = 0.5
 MIN_REPORTED = 0.3
 
 
+@page_step("unread-ink measurement", fallback=nothing)
 def unread_stretches(pixels: np.ndarray, output: Any, min_score: float) -> list[list[Any]] | None:
     """``[width in line heights, the line's text]`` for every stretch of ink in a line read
     with at least ``min_score`` that none of its words covers, widest first; None when the

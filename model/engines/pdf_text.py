@@ -15,6 +15,7 @@ from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout
 from model.layout.text_layer import text_layer_layout
+from model.markdown_hygiene import readable_markdown
 from model.markdown_repair import repair_text_layer
 from model.postprocess import tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, render_zoom
@@ -58,10 +59,10 @@ def needs_ocr(page: pymupdf.Page) -> bool:
         return True
     if unmapped / (readable + unmapped) > MAX_UNMAPPED_SHARE:
         return True
-    return readable < SCAN_MAX_CHARS_OVER_IMAGE and _image_coverage(page) > SCAN_IMAGE_COVERAGE
+    return readable < SCAN_MAX_CHARS_OVER_IMAGE and image_coverage(page) > SCAN_IMAGE_COVERAGE
 
 
-def _image_coverage(page: pymupdf.Page) -> float:
+def image_coverage(page: pymupdf.Page) -> float:
     area = abs(page.rect)
     if not area:
         return 0.0
@@ -110,7 +111,7 @@ def text_layer_markdown(
         repaired = table_cell_order(repaired, page_lines)
         repaired = table_column_order(repaired)
         repaired = apply_fixes(repaired, ligature_fixes(rawdict))
-    return tidy_markdown(repaired), layout, repairs.notes + formula_notes
+    return tidy_markdown(readable_markdown(repaired)), layout, repairs.notes + formula_notes
 
 
 def pymupdf4llm_markdown(

@@ -1,12 +1,20 @@
-"""The refusals that come before any parsing of a zip-and-XML document (OOXML, OpenDocument,
-EPUB, XPS, CBZ): each one cheap, decided from the archive's directory and a streamed scan of
-its XML, so a hostile file costs the web process next to nothing.
+"""The refusals that come before any conversion of a zip-and-XML document (OOXML, OpenDocument,
+EPUB, XPS, CBZ), each decided with an XML parser (namespace-aware, whatever the prefixes,
+quoting or encoding), never by matching patterns in bytes:
 
 - zip bombs: too many entries, too many bytes once inflated, an entry inflating too far;
-- XML entity expansion: any DTD in an XML part (OOXML and OpenDocument never need one);
-- external references: a relationship or link that would make a reader fetch something
-  (linked images, OLE links, remote templates, external workbooks); hyperlinks are text;
-- absurd sheets: a worksheet whose cells span more than MAX_SHEET_CELLS.
+- XML entity expansion: a DTD in any XML part, read by a parser that decodes the part first
+  (a byte-order mark or UTF-16 hides nothing). Office and OpenDocument parts never need one;
+  an e-book's XHTML may say ``<!DOCTYPE html>`` (EPUB 3) or name the XHTML DTD (EPUB 2), and
+  only its entity declarations are refused;
+- outside references: a relationship or link that would make a reader fetch or read
+  something (OLE links, remote templates, external workbooks, linked sections, DDE). A
+  linked *image* costs the user nothing: it is never fetched (LibreOffice runs without a
+  network, ``model.formats.sandbox``, and blocks the links of untrusted documents), and its
+  place in the Markdown says so (``linked_image_placeholder``). Hyperlinks are text.
+
+How far a document goes (its slides, sheets, cells, text) is counted by ``units``, in the same
+single pass that decides its pages; the sheet limits here are what it enforces.
 
 Macros are data: a macro-enabled file is read like any other and its macros never run
 (nothing here or in the converters executes them; LibreOffice runs with macros disabled).
@@ -16,12 +24,16 @@ from __future__ import annotations
 
 import io
 import re
+import urllib.parse
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
+from xml.etree.ElementTree import ParseError, TreeBuilder
 
-import defusedxml.ElementTree as SafeET
-from defusedxml import DefusedXmlException
+import lxml.etree
+from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden
+from defusedxml.ElementTree import DefusedXMLParser
 
 from model.formats import types
 
@@ -35,16 +47,19 @@ _RATIO_FLOOR_BYTES = 1024 * 1024
 # columns; the converter would need minutes past that, and the Markdown would be unreadable.
 MAX_SHEET_CELLS = 1_000_000
 EXCEL_MAX_ROWS, EXCEL_MAX_COLUMNS = 1_048_576, 16_384
-_PROLOG_WINDOW = 64 * 1024
 _SCAN_CHUNK = 1024 * 1024
 
-_XML_SUFFIXES = (".xml", ".rels", ".vml", ".opf", ".ncx", ".xhtml", ".fdoc", ".fdseq", ".fpage")
-_PROLOG = re.compile(rb"^(?:\s+|<\?.*?\?>|<!--.*?-->)*", re.S)
+_XML_SUFFIXES = (
+    ".xml", ".rels", ".vml", ".opf", ".ncx", ".xhtml", ".html", ".htm", ".svg", ".smil",
+    ".fdoc", ".fdseq", ".fpage",
+)  # fmt: skip
+_OOXML = (types.DOCX, types.DOCM, types.PPTX, types.PPTM, types.XLSX, types.XLSM)
+_ODF = (types.ODT, types.ODS, types.ODP)
 # Relationship types that are text when external; every other external target is a fetch.
-_HARMLESS_EXTERNAL = ("/hyperlink",)
+_HARMLESS_EXTERNAL = ("hyperlink",)
 # Word records the template a document was made from, usually a path on the author's disk
 # that nothing here reads; a template on another machine is how remote-template attacks load.
-_TEMPLATE = "/attachedTemplate"
+_TEMPLATE = "attachedTemplate"
 # What each external relationship type is, in words.
 _LINKED = {
     "image": "image",
@@ -59,16 +74,16 @@ _LINKED = {
     "video": "video",
 }
 _REMOTE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*://(?!/)|\\\\|//)")
-_ODF_LINKING = re.compile(
-    rb"<(draw:image|draw:object|draw:object-ole|draw:plugin|draw:floating-frame|"
-    rb"text:section-source|table:table-source|office:dde-source|text:dde-connection-decl|"
-    rb"table:dde-link)\b[^>]*?(?:xlink:href|office:dde-application)=\"([^\"]*)\"",
-    re.S,
-)
-# A cell with content (not a self-closing, merely formatted one) and its reference.
-_FILLED_CELL = re.compile(rb"<c\b[^>]*?\br=\"([A-Z]{1,3})([0-9]{1,7})\"[^>]*?(?<!/)>")
-_ODS_CELL = re.compile(rb"<table:table-cell\b([^>]*)>")
-_ODS_REPEAT = re.compile(rb"table:number-columns-repeated=\"([0-9]+)\"")
+# A target outside the package: a URL with a scheme, an absolute path, a UNC or Windows path,
+# or a way up out of the package.
+_OUTSIDE = re.compile(r"^(?:[a-zA-Z][a-zA-Z0-9+.-]*:|/|\\|\.\.(?:/|\\|$))")
+_XLINK = "http://www.w3.org/1999/xlink"
+_ODF_FORM = "urn:oasis:names:tc:opendocument:xmlns:form:1.0"
+# OpenDocument elements whose outside link is an image (drawn as a placeholder) or a
+# hyperlink (text); any other element linking outside is refused.
+_ODF_IMAGES = {"image", "background-image", "fill-image", "list-level-style-image"}
+_ODF_HYPERLINKS = {"a", "event-listener", "button"}
+_ODF_DDE = {"dde-source", "dde-link", "dde-connection-decl", "dde-connection"}
 
 
 class ContainerRefused(Exception):
@@ -80,37 +95,86 @@ class ContainerRefused(Exception):
 
 
 @dataclass(frozen=True)
+class Link:
+    """An outside resource a document points to and that is never fetched."""
+
+    kind: str  # "image"
+    target: str
+    part: str  # the part that names it (a slide's, the document's)
+
+
+@dataclass(frozen=True)
 class ContainerReport:
     entries: int
     inflated_bytes: int
     has_macros: bool
+    linked: tuple[Link, ...] = ()  # linked images, each shown as a placeholder
 
 
 def check_container(data: bytes, fmt: types.Format) -> ContainerReport:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, ValueError, OSError) as exc:
-        raise ContainerRefused(f"the {fmt.name} file is damaged ({exc})", code="corrupt") from exc
+    archive = open_archive(data, fmt)
     with archive:
         infos = archive.infolist()
         inflated = _check_sizes(infos, fmt)
         for info in infos:
             if info.filename.lower().endswith(_XML_SUFFIXES):
-                _check_prolog(archive, info, fmt)
-        if fmt in (types.DOCX, types.DOCM, types.PPTX, types.PPTM, types.XLSX, types.XLSM):
-            _check_relationships(archive, infos, fmt)
-        if fmt in (types.ODT, types.ODS, types.ODP):
-            _check_odf_links(archive, fmt)
-        if fmt in (types.XLSX, types.XLSM):
-            _check_ooxml_sheets(archive, infos)
-        if fmt is types.ODS:
-            _check_ods_cells(archive)
+                check_prolog(archive, info, fmt)
+        linked: list[Link] = []
+        if fmt in _OOXML:
+            linked += _ooxml_links(archive, infos, fmt)
+        if fmt in _ODF:
+            linked += _odf_links(archive, infos, fmt)
         macros = any(
             info.filename.lower().endswith("vbaproject.bin")
             or info.filename.startswith(("Basic/", "Scripts/"))
             for info in infos
         )
-    return ContainerReport(entries=len(infos), inflated_bytes=inflated, has_macros=macros)
+    return ContainerReport(
+        entries=len(infos), inflated_bytes=inflated, has_macros=macros, linked=tuple(linked)
+    )
+
+
+def linked_images(data: bytes, fmt: types.Format) -> tuple[Link, ...]:
+    """The outside images a document links to, in the order of its parts (the converter's
+    placeholders name them); () for a document that links none or cannot be read."""
+    if fmt not in (*_OOXML, *_ODF):
+        return ()
+    try:
+        with open_archive(data, fmt) as archive:
+            infos = archive.infolist()
+            found = _ooxml_links(archive, infos, fmt) if fmt in _OOXML else []
+            return tuple(found or (_odf_links(archive, infos, fmt) if fmt in _ODF else []))
+    except ContainerRefused:
+        return ()
+
+
+# An RTF's linked picture: an INCLUDEPICTURE field (Word writes one for a linked image);
+# LibreOffice drops it (its link blocked), so the placeholder comes from the field itself.
+_RTF_INCLUDEPICTURE = re.compile(rb'INCLUDEPICTURE\s+(?:\\\\?[a-z*]+\s+)*"([^"]{1,2000})"')
+
+
+def rtf_linked_pictures(data: bytes) -> tuple[Link, ...]:
+    return tuple(
+        Link("image", target.decode("latin-1"), "rtf")
+        for target in _RTF_INCLUDEPICTURE.findall(data)
+    )
+
+
+def linked_image_placeholder(target: str | None) -> str:
+    """What stands in the Markdown where a linked image is: docling's image comment, naming
+    the link (made safe to stand inside a comment)."""
+    if not target:
+        return "<!-- image (linked, not fetched) -->"
+    shown = urllib.parse.quote(target[:300], safe=":/?#[]@!$&'()*+,;=%~._")
+    shown = shown.replace("--", "-%2D")
+    return f"<!-- image (linked, not fetched): {shown} -->"
+
+
+def open_archive(data: bytes, fmt: types.Format) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        raise ContainerRefused(f"the {fmt.name} file is damaged ({exc})", code="corrupt") from exc
 
 
 def _check_sizes(infos: list[zipfile.ZipInfo], fmt: types.Format) -> int:
@@ -141,111 +205,220 @@ def _check_sizes(infos: list[zipfile.ZipInfo], fmt: types.Format) -> int:
     return total
 
 
-def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format) -> None:
-    """No DTD: entity declarations are how XML bombs (billion laughs) and external entities
-    (file and network reads) work, and no Office or OpenDocument part has a reason for one."""
-    head = _read(archive, info, _PROLOG_WINDOW)
-    prolog = _PROLOG.match(head)
-    rest = head[prolog.end() if prolog else 0 :]
-    if rest[:9].upper() == b"<!DOCTYPE" or (not rest and len(head) == _PROLOG_WINDOW):
+class _RootReached(Exception):
+    """The prolog is over: whatever declarations a part has come before its root element."""
+
+
+class _StopAtRoot(TreeBuilder):
+    def start(self, tag, attrs):  # type: ignore[no-untyped-def]
+        raise _RootReached()
+
+
+def check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format) -> None:
+    """No entity declarations, and for Office and OpenDocument no DTD at all: entities are how
+    XML bombs (billion laughs) and external entities (file and network reads) work. The part
+    is read by an XML parser (which decodes it by its byte-order mark or declaration) up to
+    its root element, where any DTD has ended."""
+    ebook = fmt.kind == "ebook"
+    parser = DefusedXMLParser(
+        target=_StopAtRoot(), forbid_dtd=not ebook, forbid_entities=True, forbid_external=True
+    )
+    empty = True
+    try:
+        for chunk in chunks(archive, info):
+            empty = empty and not chunk.strip()
+            parser.feed(chunk)
+        parser.close()
+    except _RootReached:
+        return
+    except (DTDForbidden, EntitiesForbidden, DefusedXmlException) as exc:
+        what = "declares entities" if isinstance(exc, EntitiesForbidden) or ebook else "has a DTD"
         raise ContainerRefused(
-            f"the {fmt.name} file's part {info.filename!r} declares a DTD (entity "
-            "declarations can expand without bound or read other files); we do not read it",
+            f"the {fmt.name} file's part {info.filename!r} {what} (entity declarations can "
+            "expand without bound or read other files); we do not read it",
             code="unsafe",
-        )
+        ) from exc
+    except (ParseError, ValueError, LookupError) as exc:
+        if empty or ebook:
+            return  # nothing to declare; an e-book's loose XHTML is read as HTML
+        raise ContainerRefused(
+            f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc}); "
+            "we do not read what we cannot check",
+            code="corrupt",
+        ) from exc
 
 
-def _check_relationships(
+def _ooxml_links(
     archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], fmt: types.Format
-) -> None:
+) -> list[Link]:
+    """The linked images of an OOXML package's relationships (refusing any other outside
+    link), each part's in the order it lists them."""
+    linked: list[Link] = []
     for info in infos:
         if not info.filename.endswith(".rels"):
             continue
-        try:
-            root = SafeET.fromstring(_read(archive, info, info.file_size))
-        except (DefusedXmlException, SafeET.ParseError) as exc:
+        part = _rels_source(info.filename)
+        for element in _elements(archive, info, fmt):
+            if _local(element.tag) != "Relationship":
+                continue
+            target = (element.get("Target") or "").strip()
+            mode = (element.get("TargetMode") or "").strip().lower()
+            if mode != "external" and not _REMOTE.match(target):
+                continue
+            kind = (element.get("Type") or "").rstrip("/").rsplit("/", 1)[-1]
+            if kind in _HARMLESS_EXTERNAL or (kind == _TEMPLATE and not _REMOTE.match(target)):
+                continue
+            if kind == "image":
+                linked.append(Link("image", target, part))
+                continue
             raise ContainerRefused(
-                f"the {fmt.name} file's part {info.filename!r} is not readable XML ({exc})",
-                code="unsafe" if isinstance(exc, DefusedXmlException) else "corrupt",
-            ) from exc
-        for relationship in root:
-            if relationship.get("TargetMode") != "External":
-                continue
-            kind = relationship.get("Type", "")
-            if kind.endswith(_HARMLESS_EXTERNAL):
-                continue
-            if kind.endswith(_TEMPLATE) and not _REMOTE.match(relationship.get("Target", "")):
-                continue
-            raise ContainerRefused(
-                f"the {fmt.name} file links to an outside "
-                f"{_LINKED.get(kind.rsplit('/', 1)[-1], 'item')} "
-                f"({relationship.get('Target', '')[:200]!r}); we fetch nothing a document "
-                "points to, so please embed it or remove the link",
+                f"the {fmt.name} file links to an outside {_LINKED.get(kind, 'item')} "
+                f"({target[:200]!r}); we fetch nothing a document points to, so please embed "
+                "it or remove the link",
                 code="unsafe",
             )
+    return linked
 
 
-def _check_odf_links(archive: zipfile.ZipFile, fmt: types.Format) -> None:
-    for name in ("content.xml", "styles.xml"):
-        try:
-            info = archive.getinfo(name)
-        except KeyError:
+def _rels_source(name: str) -> str:
+    """The part a relationships part belongs to: ``ppt/slides/_rels/slide1.xml.rels`` is
+    ``ppt/slides/slide1.xml``'s."""
+    folder, _, file = name.rpartition("_rels/")
+    return f"{folder}{file.removesuffix('.rels')}"
+
+
+def _odf_links(
+    archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], fmt: types.Format
+) -> list[Link]:
+    """The linked images of an OpenDocument file's content and styles (those of its embedded
+    objects too), refusing any other outside link and every DDE connection."""
+    linked: list[Link] = []
+    for info in infos:
+        if info.filename.rsplit("/", 1)[-1] not in ("content.xml", "styles.xml"):
             continue
-        for chunk in chunks(archive, info):
-            for match in _ODF_LINKING.finditer(chunk):
-                target = match.group(2).decode("utf-8", "replace")
-                outside = re.match(r"^([a-zA-Z][a-zA-Z0-9+.-]*:|/|\\|\.\./)", target)
-                dde = b"dde" in match.group(1)
-                if not outside and not dde:
-                    continue
+        cells = FilledCells() if fmt is types.ODS and info.filename == "content.xml" else None
+        for element in _elements(archive, info, fmt):
+            name = _local(element.tag)
+            if cells is not None:
+                cells.see(name, element)
+            if name in _ODF_DDE:
                 raise ContainerRefused(
-                    f"the {fmt.name} file links to an outside "
-                    f"{match.group(1).decode().split(':')[-1]} ({target[:200]!r}); we fetch "
-                    "nothing a document points to, so please embed it or remove the link",
+                    f"the {fmt.name} file holds a DDE link ({name}); we fetch nothing a "
+                    "document points to, so please remove the link",
                     code="unsafe",
                 )
+            target = element.get(f"{{{_XLINK}}}href") or element.get(f"{{{_ODF_FORM}}}image-data")
+            if not target or not _outside(target):
+                continue
+            if name in _ODF_IMAGES or element.get(f"{{{_ODF_FORM}}}image-data"):
+                linked.append(Link("image", target.strip(), info.filename))
+            elif name not in _ODF_HYPERLINKS:
+                raise ContainerRefused(
+                    f"the {fmt.name} file links to an outside {name} ({target[:200]!r}); we "
+                    "fetch nothing a document points to, so please embed it or remove the link",
+                    code="unsafe",
+                )
+    return linked
 
 
-def _check_ooxml_sheets(archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
-    for info in infos:
-        name = info.filename
-        if name.startswith("xl/worksheets/") and name.endswith(".xml"):
-            rows, columns = filled_extent(archive, info)
-            _check_extent(name.rsplit("/", 1)[-1].removesuffix(".xml"), rows, columns)
+_TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
+_OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 
 
-def filled_extent(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[int, int]:
-    """(last row, last column) holding a value in a worksheet part. Formatted empty cells do
-    not count: a style applied down to row 1,048,576 is common and harmless."""
-    rows = columns = 0
-    for chunk in chunks(archive, info):
-        for letters, digits in _FILLED_CELL.findall(chunk):
-            rows = max(rows, int(digits))
-            columns = max(columns, _column_number(letters))
-    return rows, columns
+class FilledCells:
+    """The filled cells of an OpenDocument spreadsheet as its converter reads them: a cell
+    with a value, as many times as it is repeated across its columns and its row is repeated
+    down (empty cells, however repeated, are not read). Refuses past MAX_SHEET_CELLS."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._row_repeat = 1
+
+    def see(self, name: str, element: lxml.etree._Element) -> None:
+        if name == "table-row":
+            self._row_repeat = _repeat(element.get(f"{{{_TABLE}}}number-rows-repeated"))
+        elif name == "table-cell" and element.get(f"{{{_OFFICE}}}value-type"):
+            columns = _repeat(element.get(f"{{{_TABLE}}}number-columns-repeated"))
+            self.count += columns * self._row_repeat
+            check_filled_cells(self.count)
 
 
-def _check_ods_cells(archive: zipfile.ZipFile) -> None:
+def _repeat(value: str | None) -> int:
     try:
-        info = archive.getinfo("content.xml")
-    except KeyError:
-        return
-    cells = 0
-    for chunk in chunks(archive, info):
-        for attributes in _ODS_CELL.findall(chunk):
-            if b"office:value-type" not in attributes:
-                continue  # empty cells, however repeated, are not read
-            repeat = _ODS_REPEAT.search(attributes)
-            cells += int(repeat.group(1)) if repeat else 1
-    if cells > MAX_SHEET_CELLS:
-        raise ContainerRefused(
-            f"the spreadsheet has {cells:,} filled cells; we take at most "
-            f"{MAX_SHEET_CELLS:,} (split it, or export the part you need)",
-            code="too_large",
+        return max(1, int(value or 1))
+    except ValueError:
+        return 1
+
+
+def _outside(target: str) -> bool:
+    return bool(_OUTSIDE.match(urllib.parse.unquote(target).strip()))
+
+
+def _local(tag: object) -> str:
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _elements(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object = None
+) -> Iterator[lxml.etree._Element]:
+    """Each element of a part as it starts (its attributes read), streamed: what was read is
+    let go. The part's prolog passed ``check_prolog`` first, and the parser resolves no
+    entity and reads nothing from outside."""
+    check_prolog(archive, info, fmt)
+    with _open(archive, info) as entry:
+        events = lxml.etree.iterparse(
+            entry,
+            events=("start",),
+            tag=tag,
+            resolve_entities=False,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
         )
+        try:
+            for _, element in events:
+                yield element
+        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ContainerRefused(
+                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
+                code="corrupt",
+            ) from exc
 
 
-def _check_extent(sheet: str, rows: int, columns: int) -> None:
+def iter_ended(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object
+) -> Iterator[lxml.etree._Element]:
+    """Each ``tag`` element of a part once it has ended (its children read), streamed: each
+    is cleared after use and its earlier siblings dropped, so a part of a million rows holds
+    one in memory. The prolog is checked first, as for ``_elements``."""
+    check_prolog(archive, info, fmt)
+    with _open(archive, info) as entry:
+        events = lxml.etree.iterparse(
+            entry,
+            events=("end",),
+            tag=tag,
+            resolve_entities=False,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
+        )
+        try:
+            for _, element in events:
+                yield element
+                element.clear(keep_tail=False)
+                while element.getprevious() is not None:
+                    parent = element.getparent()
+                    if parent is None:
+                        break
+                    del parent[0]
+        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ContainerRefused(
+                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
+                code="corrupt",
+            ) from exc
+
+
+def check_sheet_extent(sheet: str, rows: int, columns: int) -> None:
     if rows > EXCEL_MAX_ROWS or columns > EXCEL_MAX_COLUMNS:
         raise ContainerRefused(
             f"sheet {sheet} has a cell at row {rows:,}, column {columns:,}, past what a "
@@ -261,26 +434,25 @@ def _check_extent(sheet: str, rows: int, columns: int) -> None:
         )
 
 
-def _column_number(letters: bytes) -> int:
-    number = 0
-    for letter in letters:
-        number = number * 26 + (letter - 64)
-    return number
+def check_filled_cells(cells: int) -> None:
+    if cells > MAX_SHEET_CELLS:
+        raise ContainerRefused(
+            f"the spreadsheet has more than {MAX_SHEET_CELLS:,} filled cells; we take at most "
+            f"{MAX_SHEET_CELLS:,} (split it, or export the part you need)",
+            code="too_large",
+        )
 
 
-def _read(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+def _open(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> IO[bytes]:
     try:
-        with archive.open(info) as entry:
-            return entry.read(limit)
+        return archive.open(info)
     except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError, EOFError) as exc:
         raise ContainerRefused(
             f"the part {info.filename!r} cannot be read ({exc})", code="corrupt"
         ) from exc
 
 
-def chunks(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, overlap: int = 512
-) -> Iterator[bytes]:
+def chunks(archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, overlap: int = 0) -> Iterator[bytes]:
     """The entry's bytes in chunks, each starting with the last ``overlap`` bytes of the one
     before, so that a tag cut at a chunk edge is seen whole (and may be seen twice)."""
     try:

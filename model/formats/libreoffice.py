@@ -8,10 +8,14 @@ LibreOffice runs only in the worker, as a subprocess in a process group of its o
   killed and the page fails saying so;
 - a private profile directory, thrown away afterwards (concurrent conversions never share a
   profile, and nothing a document changes in it outlives the conversion);
-- macros disabled (``DisableMacrosExecution``, security level "very high") and link updates
+- no network at all: it is started only inside the sandbox of ``model.formats.sandbox`` (a
+  network namespace of its own, a seccomp filter, or both), and where none can be had it is
+  not started and the conversion fails saying why;
+- macros disabled (``DisableMacrosExecution``, security level "very high"), link updates
   off (Writer's ``Update/Link`` = 0, NEVER in sw/inc/linkenum.hxx; Calc's = 1, LM_NEVER in
-  sc/inc/global.hxx of LibreOffice's source), so a document neither runs code nor fetches
-  what it links to.
+  sc/inc/global.hxx of LibreOffice's source), and links of documents outside its trusted
+  locations blocked (``BlockUntrustedRefererLinks``; it trusts none), so a document neither
+  runs code nor asks for what it links to: the sandbox is what makes sure of the second.
 
 Where LibreOffice is not installed (``FOLIO_LIBREOFFICE`` names the program, else ``soffice``
 is looked up on the PATH), these formats are refused at upload saying what to install.
@@ -28,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from model.config import env_int, env_str
-from model.formats import types
+from model.formats import sandbox, types
 
 INSTALL_HINT = (
     "LibreOffice, which this server does not have (on Debian: apt-get install "
@@ -51,6 +55,8 @@ _PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
  oor:name="DisableMacrosExecution" oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop
  oor:name="MacroSecurityLevel" oor:op="fuse"><value>3</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Security/Scripting"><prop
+ oor:name="BlockUntrustedRefererLinks" oor:op="fuse"><value>true</value></prop></item>
 <item oor:path="/org.openoffice.Office.Writer/Content/Update"><prop
  oor:name="Link" oor:op="fuse"><value>0</value></prop></item>
 <item oor:path="/org.openoffice.Office.Calc/Content/Update"><prop
@@ -99,6 +105,10 @@ def _convert(data: bytes, fmt: types.Format, output_filter: str, extension: str)
     soffice = program()
     if soffice is None:
         raise LibreOfficeError(f"reading {fmt.name} files needs {INSTALL_HINT}")
+    try:
+        jail = sandbox.sandbox()
+    except sandbox.SandboxUnavailable as exc:
+        raise LibreOfficeError(f"the {fmt.name} file was not read: {exc}") from exc
     limit = timeout_seconds()
     with tempfile.TemporaryDirectory(prefix="folio-libreoffice-") as work:
         root = Path(work)
@@ -122,14 +132,18 @@ def _convert(data: bytes, fmt: types.Format, output_filter: str, extension: str)
             str(root / "out"),
             str(source),
         ]
-        _run(command, limit=limit, home=root, name=fmt.name)
+        _run(jail.command(command), limit=limit, env=jail.env(_environment(root)), name=fmt.name)
         output = root / "out" / f"document{extension}"
         if not output.is_file():
             raise LibreOfficeError(f"LibreOffice could not read the {fmt.name} file")
         return output.read_bytes()
 
 
-def _run(command: list[str], *, limit: int, home: Path, name: str) -> None:
+def _environment(home: Path) -> dict[str, str]:
+    return {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+
+
+def _run(command: list[str], *, limit: int, env: dict[str, str], name: str) -> None:
     # A process group of its own: soffice starts soffice.bin, and a timeout kills both.
     try:
         process = subprocess.Popen(
@@ -138,11 +152,7 @@ def _run(command: list[str], *, limit: int, home: Path, name: str) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            env={
-                "HOME": str(home),
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "LANG": "C.UTF-8",
-            },
+            env=env,
         )
     except OSError as exc:  # FOLIO_LIBREOFFICE names a program that is not there
         raise LibreOfficeError(f"LibreOffice could not be started ({exc})") from exc

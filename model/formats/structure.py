@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
-from model.formats import libreoffice, parts, types, units, webpage
+from model.formats import guards, libreoffice, parts, types, units, webpage
 from model.formats.text import normalized_text
 
 logger = logging.getLogger(__name__)
@@ -85,19 +85,25 @@ def _convert(data: bytes, fmt: types.Format, options: ConversionOptions) -> list
         html = b"\xef\xbb\xbf" + content.html.encode("utf-8")
         markdown = _markdown(_docling_document(html, types.HTML), options)
         return parts.split_exactly(markdown, plan[0])
+    current = libreoffice.CURRENT.get(fmt, fmt)
+    linked = guards.rtf_linked_pictures(data) if fmt is types.RTF else ()
     if fmt.kind == "legacy":
         try:
             data = libreoffice.to_current_format(data, fmt)
         except libreoffice.LibreOfficeError as exc:
             raise ConversionError(str(exc)) from exc
-        document = _docling_document(data, libreoffice.CURRENT[fmt])
-    else:
-        document = _docling_document(data, fmt)
+    document = _docling_document(data, current)
     _sort_notes(document, options)
+    links = _LinkedImages(document, linked + guards.linked_images(data, current))
     if fmt in (types.PPTX, types.PPTM, types.XLSX, types.XLSM, types.PPT, types.XLS):
         # A slide or a sheet per docling page, in order; each cut to its planned page count.
+        slides = _slide_parts(data, current)
         sections = [
-            _markdown(document, options, page_no=number) for number in sorted(document.pages)
+            links.after(
+                _markdown(document, options, page_no=number, links=links),
+                slides[index] if index < len(slides) else None,
+            )
+            for index, number in enumerate(sorted(document.pages))
         ]
         sections += [""] * (len(plan) - len(sections))
         if len(sections) > len(plan):
@@ -107,10 +113,67 @@ def _convert(data: bytes, fmt: types.Format, options: ConversionOptions) -> list
             for section, count in zip(sections, plan, strict=True)
             for part in parts.split_exactly(section, count)
         ]
-    return parts.split_exactly(_markdown(document, options), plan[0])
+    markdown = links.after(_markdown(document, options, links=links), None)
+    return parts.split_exactly(markdown, plan[0])
 
 
-def _markdown(document: Any, options: ConversionOptions, page_no: int | None = None) -> str:
+class _LinkedImages:
+    """Where a document's linked images (never fetched) are placeholders naming the link
+    (``guards.linked_image_placeholder``). A Word or OpenDocument file's reader keeps each as
+    a picture without an image: the pictures without one are the links, in order, when they
+    are as many (otherwise the links are named after the text). PowerPoint's reader keeps no
+    picture of a linked image: a slide's links are named after its text."""
+
+    def __init__(self, document: Any, linked: tuple[guards.Link, ...]):
+        from docling_core.types.doc.document import PictureItem
+
+        self.linked = [link for link in linked if link.kind == "image"]
+        imageless = [
+            item.self_ref
+            for item, _ in document.iterate_items(with_groups=False)
+            if isinstance(item, PictureItem) and item.image is None
+        ]
+        self.in_place: dict[str, str] = {}
+        if self.linked and len(imageless) == len(self.linked):
+            self.in_place = dict(zip(imageless, (link.target for link in self.linked), strict=True))
+
+    def after(self, markdown: str, part: str | None) -> str:
+        """``markdown`` with the placeholders of the links not shown in place: those of
+        ``part`` (a slide), or with ``part`` None, those of the whole document."""
+        if self.in_place:
+            return markdown
+        names = [
+            guards.linked_image_placeholder(link.target)
+            for link in self.linked
+            if part is None or link.part == part
+        ]
+        return "\n\n".join(piece for piece in (markdown, *names) if piece)
+
+
+def _slide_parts(data: bytes, fmt: types.Format) -> list[str]:
+    """A presentation's slide parts in the order of its slides (those python-pptx walks)."""
+    if fmt not in (types.PPTX, types.PPTM):
+        return []
+    import defusedxml.ElementTree as SafeET
+
+    pml = "http://schemas.openxmlformats.org/presentationml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    with zipfile.ZipFile(BytesIO(data)) as archive:
+        presentation = SafeET.fromstring(archive.read("ppt/presentation.xml"))
+        rels = SafeET.fromstring(archive.read("ppt/_rels/presentation.xml.rels"))
+    targets = {item.get("Id"): item.get("Target", "") for item in rels}
+    return [
+        f"ppt/{targets.get(slide.get(f'{{{rel}}}id'), '').lstrip('/')}"
+        for slide in presentation.iter(f"{{{pml}}}sldId")
+    ]
+
+
+def _markdown(
+    document: Any,
+    options: ConversionOptions,
+    page_no: int | None = None,
+    links: _LinkedImages | None = None,
+) -> str:
     # docling's own export_to_markdown, with the tables' serializer chosen by the table format.
     # Compact tables ("| - |" rules, no padding): what docling's references use, and fewer
     # tokens for the same cells.
@@ -127,7 +190,10 @@ def _markdown(document: Any, options: ConversionOptions, page_no: int | None = N
         compact_tables=True,
     )
     serializer = MarkdownDocSerializer(
-        doc=document, params=params, table_serializer=_table_serializer(options.table_format)
+        doc=document,
+        params=params,
+        table_serializer=_table_serializer(options.table_format),
+        picture_serializer=_picture_serializer(links.in_place if links else {}),
     )
     return str(serializer.serialize().text).strip()
 
@@ -207,6 +273,24 @@ def _table_serializer(table_format: str) -> Any:
     return TableSerializer()
 
 
+def _picture_serializer(in_place: dict[str, str]) -> Any:
+    from docling_core.transforms.serializer.common import create_ser_result
+    from docling_core.transforms.serializer.markdown import MarkdownPictureSerializer
+
+    class PictureSerializer(MarkdownPictureSerializer):
+        """docling's, but a linked image's picture is its placeholder naming the link."""
+
+        def _serialize_image_part(  # type: ignore[override]
+            self, item: Any, doc: Any, **kwargs: Any
+        ) -> Any:
+            if item.self_ref in in_place:
+                placeholder = guards.linked_image_placeholder(in_place[item.self_ref])
+                return create_ser_result(text=placeholder, span_source=item)
+            return super()._serialize_image_part(item=item, doc=doc, **kwargs)
+
+    return PictureSerializer()
+
+
 def _as_html(table: Any, table_format: str) -> bool:
     if table_format == "html":
         return True
@@ -270,9 +354,12 @@ def _docling_document(data: bytes, fmt: types.Format) -> Any:
         except ConversionError:
             raise
         except Exception as exc:
-            logger.info("docling could not convert a %s file: %s", fmt.name, exc)
+            # The reader's own words (a class's repr, a parser's internals) go to the log; the
+            # user is told what happened.
+            logger.info("docling could not convert a %s file: %r", fmt.name, exc)
             raise ConversionError(
-                f"the {fmt.name} file cannot be read (it may be damaged): {exc}"
+                f"the {fmt.name} file cannot be read: it is damaged, or made in a way its "
+                "reader does not know (saving it again from its program usually mends it)"
             ) from exc
 
 

@@ -7,10 +7,12 @@ process (to create the page rows) and in the worker (to cut the converted Markdo
 - everything else (DOCX, ODT, ODP, ODS, HTML, Markdown, text) is cut into parts of about
   PART_CHARS characters of text, about one printed page.
 
-The count comes from the text and cells in the XML, streamed, or from a legacy binary file's
-own records (a DOC's text length in its File Information Block, an XLS's cell records, a PPT's
-slide list), with no layout and no conversion: the web process never converts a document, and
-a legacy file gets the pages the file LibreOffice saves from it would.
+The count comes from the text and cells in the XML, streamed through a namespace-aware parser
+(what the converters will walk: a row without its ``r`` is the row after the one before, a
+slide under any prefix is a slide), stopping at the sheet limits of ``guards``; or from a
+legacy binary file's own records (a DOC's text length in its File Information Block, an XLS's
+cell records, a PPT's slide list), with no layout and no conversion: the web process never
+converts a document, and a legacy file gets the pages the file LibreOffice saves from it would.
 """
 
 from __future__ import annotations
@@ -33,22 +35,22 @@ from model.formats.text import normalized_text
 PART_CHARS = 4000
 SHEET_ROWS_PER_PART = 250
 
-_DOCX_TEXT = re.compile(rb"<(?:w|m):t(?:\s[^>]*)?>([^<]*)</(?:w|m):t>")
-_DOCX_PARAGRAPH = re.compile(rb"<w:p[\s>]")
 _TAG = re.compile(rb"<[^>]*>")
-_SLIDE_ID = re.compile(rb"<p:sldId\b")
 _RTF_CONTROL = re.compile(rb"\\[a-zA-Z]+-?[0-9]* ?|\\'[0-9a-fA-F]{2}|[{}]|\{\\\*[^{}]*\}")
 _BOUNDSHEET = 0x0085  # a BIFF record naming one sheet of an XLS workbook
 _REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_PML_NS = "http://schemas.openxmlformats.org/presentationml/2006/main"
+_WML_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_MATH_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 
 
 def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
     """Pages per section, in order: one entry per slide or sheet, or one for the whole text."""
     if fmt in (types.PPTX, types.PPTM):
-        return [1] * max(1, _count(data, "ppt/presentation.xml", _SLIDE_ID))
+        return [1] * max(1, _pptx_slides(data, fmt))
     if fmt in (types.XLSX, types.XLSM):
-        return [_row_parts(rows) for rows in _sheet_rows(data)] or [1]
+        return [_row_parts(rows) for rows in _sheet_rows(data, fmt)] or [1]
     if fmt is types.CSV:
         return [_row_parts(len(normalized_text(data).splitlines()))]
     if fmt is types.PPT:
@@ -61,11 +63,7 @@ def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
 
 def text_length(data: bytes, fmt: types.Format) -> int:
     if fmt in (types.DOCX, types.DOCM):
-        text = paragraphs = 0
-        for chunk in _entry_chunks(data, "word/document.xml"):
-            text += sum(len(run) for run in _DOCX_TEXT.findall(chunk))
-            paragraphs += len(_DOCX_PARAGRAPH.findall(chunk))
-        return text + paragraphs
+        return _docx_text_length(data, fmt)
     if fmt in (types.ODT, types.ODS, types.ODP):
         return sum(
             len(b" ".join(_TAG.sub(b" ", chunk).split()))
@@ -119,9 +117,9 @@ def _row_parts(rows: int) -> int:
     return max(1, math.ceil(rows / SHEET_ROWS_PER_PART))
 
 
-def _sheet_rows(data: bytes) -> list[int]:
+def _sheet_rows(data: bytes, fmt: types.Format) -> list[int]:
     """Filled rows of each sheet (chart sheets: 0), in the workbook's order."""
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+    with guards.open_archive(data, fmt) as archive:
         workbook = SafeET.fromstring(archive.read("xl/workbook.xml"))
         rels = SafeET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
         targets = {rel.get("Id"): rel.get("Target", "") for rel in rels}
@@ -134,12 +132,87 @@ def _sheet_rows(data: bytes) -> list[int]:
             except KeyError:
                 rows.append(0)
                 continue
-            rows.append(guards.filled_extent(archive, info)[0])
+            label = name.rsplit("/", 1)[-1].removesuffix(".xml")
+            rows.append(filled_extent(archive, info, fmt, sheet=label)[0])
     return rows
 
 
-def _count(data: bytes, entry: str, pattern: re.Pattern[bytes]) -> int:
-    return sum(len(pattern.findall(chunk)) for chunk in _entry_chunks(data, entry))
+def filled_extent(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, *, sheet: str
+) -> tuple[int, int]:
+    """(last row, last column) holding a value in a worksheet part, as openpyxl places its
+    cells: by their ``r``, or after the row (the cell) before where they have none.
+    Formatted empty cells do not count (a style applied down to row 1,048,576 is common and
+    harmless). Refuses (``guards.check_sheet_extent``) as soon as the extent passes the
+    limits, so a forged sheet costs what reading up to the limit costs."""
+    # A quick bound first, at the speed of a byte search: each filled cell holds a value
+    # element (``<v>`` under any prefix), so more of them than the limit is over the limit
+    # whatever the parse would find, and a forged million-row sheet is refused at once.
+    guards.check_filled_cells(
+        sum(len(_VALUE_END.findall(chunk)) for chunk in guards.chunks(archive, info))
+    )
+    last_row = rows = columns = 0
+    for row in guards.iter_ended(archive, info, fmt, f"{{{_MAIN_NS}}}row"):
+        last_row = _position(row.get("r"), last_row + 1)
+        column = 0
+        for cell in row.iterchildren(f"{{{_MAIN_NS}}}c"):
+            reference = cell.get("r")
+            column = _column_of(reference) if reference else column + 1
+            if len(cell):  # a value, a formula or inline text
+                rows, columns = last_row, max(columns, column)
+        guards.check_sheet_extent(sheet, rows, columns)
+    return rows, columns
+
+
+def _position(value: str | None, default: int) -> int:
+    try:
+        return int(value) if value else default
+    except ValueError:
+        return default
+
+
+_VALUE_END = re.compile(rb"</(?:[A-Za-z_][\w.-]*:)?v>")
+_REFERENCE = re.compile(r"([A-Za-z]{1,3})[0-9]*$")
+
+
+def _column_of(reference: str) -> int:
+    match = _REFERENCE.match(reference.strip())
+    if match is None:
+        return 0
+    number = 0
+    for letter in match.group(1).upper():
+        number = number * 26 + (ord(letter) - 64)
+    return number
+
+
+def _pptx_slides(data: bytes, fmt: types.Format) -> int:
+    """The slides python-pptx will walk: the presentation's ``sldIdLst`` entries, in the
+    PresentationML namespace whatever prefix names it."""
+    with guards.open_archive(data, fmt) as archive:
+        try:
+            info = archive.getinfo("ppt/presentation.xml")
+        except KeyError:
+            return 0
+        return sum(
+            1
+            for element in guards.iter_ended(archive, info, fmt, f"{{{_PML_NS}}}sldId")
+            if element.getparent() is not None
+            and element.getparent().tag == f"{{{_PML_NS}}}sldIdLst"
+        )
+
+
+def _docx_text_length(data: bytes, fmt: types.Format) -> int:
+    """The characters of a Word file's main text runs (and equations), and one a paragraph."""
+    with guards.open_archive(data, fmt) as archive:
+        try:
+            info = archive.getinfo("word/document.xml")
+        except KeyError:
+            return 0
+        tags = (f"{{{_WML_NS}}}t", f"{{{_MATH_NS}}}t", f"{{{_WML_NS}}}p")
+        length = 0
+        for element in guards.iter_ended(archive, info, fmt, tags):
+            length += 1 if element.tag == tags[2] else len(element.text or "")
+        return length
 
 
 def _entry_chunks(data: bytes, entry: str) -> Iterator[bytes]:

@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 MIN_ARTICLE_SHARE = 0.3
 # Reader degrades to plain text past 80,000 elements to protect its server; we refuse.
 MAX_ELEMENTS = 80_000
+# libxml2's HTML parser (lxml, and so Readability) stops building the tree at this depth and
+# drops what is deeper; a page nested deeper is refused, never read with its text cut off.
+MAX_DEPTH = 256
 
 
 _FURNITURE = re.compile(
@@ -118,10 +121,16 @@ def _with_title(article: str, title: str) -> str:
 def _text_length(html: str) -> int:
     if not html.strip():
         return 0
+    parser = lxml.html.HTMLParser()
     try:
-        root = lxml.html.fromstring(html)
+        root = lxml.html.fromstring(html, parser=parser)
     except (ParserError, ValueError):
         return len(html)
+    if any(error.type_name == "ERR_RESOURCE_LIMIT" for error in parser.error_log):
+        raise PageTooLarge(
+            f"the web page nests its elements more than {MAX_DEPTH} deep; we take pages "
+            f"nested at most {MAX_DEPTH} deep (deeper text would be lost)"
+        )
     elements = sum(1 for _ in root.iter())
     if elements > MAX_ELEMENTS:
         raise PageTooLarge(

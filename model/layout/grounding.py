@@ -15,6 +15,7 @@ import re
 
 from model.layout.schema import Block, PageLayout
 from model.postprocess import GROUNDING_SCALE, tidy_markdown
+from model.steps import nothing, page_step
 
 _TAG = re.compile(
     r"<\|ref\|>(?P<label>.*?)<\|/ref\|>\s*<\|det\|>(?P<boxes>.*?)<\|/det\|>", re.DOTALL
@@ -45,6 +46,7 @@ _TYPES = {
 }
 
 
+@page_step("layout blocks", fallback=nothing)
 def grounded_layout(text: str, size: tuple[float, float]) -> PageLayout | None:
     """The blocks a model's raw output locates, boxes in points of a ``size`` page; ``None``
     when it has no grounding tags."""

@@ -17,6 +17,7 @@ import numpy as np
 from model.layout.schema import Block, PageLayout, Word
 from model.scan_layout import boxes_to_paragraphs
 from model.scan_lines import TextBox
+from model.steps import nothing, page_step
 
 _HEADING = re.compile(r"^(#{1,6}) ")
 
@@ -41,6 +42,7 @@ def line_scores(output: Any) -> list[float]:
     return [float(s) for s in scores] if scores is not None else []
 
 
+@page_step("layout blocks", fallback=nothing)
 def ocr_layout(
     lines: Sequence[TextBox],
     scores: Sequence[float],

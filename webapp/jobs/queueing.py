@@ -44,6 +44,23 @@ def pages_enqueue(
     return True
 
 
+# Task ids per revoke broadcast: a message of about 40 KB.
+REVOKE_BATCH = 1000
+
+
+def pages_revoke(task_ids: Iterable[uuid.UUID | str]) -> None:
+    """Tell every worker to drop these pages' messages unrun (Celery's revoke: a worker
+    discards a revoked message as it receives it, before any database work, so a cancelled
+    job's thousands of messages cost the queue next to nothing). Best effort: a worker that
+    starts later (or misses the broadcast) still finds the page cancelled at its claim."""
+    ids = [str(task_id) for task_id in task_ids]
+    try:
+        for start in range(0, len(ids), REVOKE_BATCH):
+            app.control.revoke(ids[start : start + REVOKE_BATCH])
+    except BrokerError:
+        logger.warning("broker unreachable; %d cancelled pages are dropped at claim", len(ids))
+
+
 def queue_depth(*, engine: str, plain: bool = False) -> int | None:
     """Messages waiting in an engine's queue (or its no-speculation queue); ``None`` when the
     broker cannot say."""

@@ -14,7 +14,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
 from webapp.core.downloads import still_preparing, stored_attachment_response
-from webapp.core.errors import ApiError, conflict, error_body, unprocessable
+from webapp.core.error_body import error_body
+from webapp.core.errors import ApiError, conflict, unprocessable
 from webapp.jobs import outputs, selectors
 from webapp.jobs.serializers import (
     BlocksDocumentSerializer,

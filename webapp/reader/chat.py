@@ -14,11 +14,11 @@ from django.http import JsonResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
-from rest_framework.parsers import JSONParser
 from rest_framework.views import APIView, exception_handler
 
 from model.engines.registry import engine_names
-from webapp.core.errors import ApiError
+from webapp.core.errors import ApiError, with_key_hint
+from webapp.core.parsers import JSONParser
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs import selectors, services
 from webapp.jobs.errors import submission_api_error
@@ -41,6 +41,7 @@ class ChatError(exceptions.APIException):
 
 
 def openai_exception_handler(exc, context):
+    exc = with_key_hint(exc)
     if isinstance(exc, RequestDataTooBig):
         # Django's own refusal would be an HTML 400, which OpenAI's clients cannot parse.
         exc = ChatError(

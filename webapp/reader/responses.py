@@ -10,7 +10,8 @@ from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
 from model.plaintext import markdown_to_text
-from webapp.core.errors import ApiError, error_body, unprocessable
+from webapp.core.error_body import error_body
+from webapp.core.errors import ApiError, unprocessable
 from webapp.jobs import outputs, selectors, services
 from webapp.jobs.models import Job, Page
 from webapp.jobs.result_http import searchable_pdf_response

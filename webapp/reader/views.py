@@ -11,12 +11,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.views import APIView
 
 from webapp.accounts.authentication import ApiKeyAuthentication
 from webapp.core.errors import bad_parameter
+from webapp.core.parsers import JSONParser
 from webapp.core.renderers import AnyMediaJSONRenderer
 from webapp.jobs import services
 from webapp.jobs.errors import submission_api_error
@@ -147,7 +148,7 @@ class ReaderView(_ReaderBase):
             return render(request, "home.html")
         headers = {
             "X-Respond-With": f"one of {', '.join(RESPOND_WITH)}",
-            "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL)",
+            "X-Page": "pages to read: `3`, `2-5,7` (or `#3` at the end of the URL, sent as `%233`)",
             "X-Timeout": "seconds to wait (above 180: 180); then a 202 with a poll link",
             "X-No-Cache": "true to read again instead of using a cached result",
             "X-Cache-Tolerance": "seconds: the oldest cached result to accept",

@@ -27,3 +27,13 @@ def deliveries_of(*, owner: User) -> QuerySet[WebhookDelivery]:
 
 def delivery_get(*, owner: User, delivery_id) -> WebhookDelivery | None:
     return deliveries_of(owner=owner).filter(pk=delivery_id).first()
+
+
+def endpoint_for_job_url_existing(*, owner_id: int, url: str) -> WebhookEndpoint | None:
+    """The owner's endpoint for a job's ``webhook_url``: a registered endpoint with that URL
+    before the one kept for job URLs."""
+    return (
+        WebhookEndpoint.objects.filter(owner_id=owner_id, url=url)
+        .order_by("-for_all_jobs", "created_at")
+        .first()
+    )

@@ -40,13 +40,13 @@ from webapp.jobs.services.page_lifecycle import (
     page_retry_later,
     retention_expiry,
 )
+from webapp.jobs.services.sending import pages_send
 from webapp.jobs.services.submission import (
     CACHE_METHOD,
     Submission,
     job_create,
     job_submit,
     jobs_submit_together,
-    pages_send,
     submission_validate,
     upload_size_check,
 )

@@ -14,6 +14,7 @@ from django.utils import timezone
 from webapp.core.storage import stored_content_lock
 from webapp.core.storage import tree_delete as storage_tree_delete
 from webapp.jobs.models import Document, Job, Page
+from webapp.jobs.queueing import pages_revoke
 from webapp.jobs.services.page_lifecycle import retention_expiry
 from webapp.results.services import cached_pages_forget
 from webapp.webhooks import services as webhook_services
@@ -22,8 +23,9 @@ logger = logging.getLogger(__name__)
 
 
 def job_cancel(*, job: Job) -> bool:
-    """Cancel a queued or running job: its queued pages are cancelled (their messages become
-    no-ops at claim), pages running now may still finish and are kept. ``False`` if the job
+    """Cancel a queued or running job: its queued pages are cancelled and their messages
+    revoked (the workers drop them unrun; any that slip through are no-ops at claim), pages
+    running now may still finish and are kept. ``False`` if the job
     had already ended."""
     now = timezone.now()
     with transaction.atomic():
@@ -34,9 +36,13 @@ def job_cancel(*, job: Job) -> bool:
         )
         if not cancelled:
             return False
-        pages = Page.objects.filter(job_id=job.pk, status=Page.Status.QUEUED).update(
+        queued = Page.objects.filter(job_id=job.pk, status=Page.Status.QUEUED)
+        task_ids = list(queued.values_list("task_id", flat=True))
+        pages = queued.update(
             status=Page.Status.CANCELLED, finished_at=now, error="the job was cancelled"
         )
+        # Their messages are dropped by the workers unrun, not claimed one by one.
+        transaction.on_commit(lambda: pages_revoke(task_ids))
         Job.objects.filter(pk=job.pk).update(pages_cancelled=F("pages_cancelled") + pages)
         webhook_services.job_event_record(job_id=job.pk)
     logger.info("job %s cancelled (%d pages not transcribed)", job.pk, pages)

@@ -16,7 +16,7 @@ from django.utils import timezone
 from webapp.jobs import heartbeat
 from webapp.jobs.models import Job, Page
 from webapp.jobs.queueing import queue_depth
-from webapp.jobs.services.submission import pages_send
+from webapp.jobs.services.sending import pages_send
 
 logger = logging.getLogger(__name__)
 

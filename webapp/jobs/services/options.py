@@ -24,6 +24,8 @@ class Refusal(StrEnum):
     OVER_BUDGET = "over_budget"  # the token budget cannot cover the pages
     RATE_LIMITED = "rate_limited"  # with ``retry_after`` seconds
     IDEMPOTENCY_MISMATCH = "idempotency_mismatch"
+    STORAGE_FULL = "storage_full"  # no room to store the file; ``retry_after`` seconds
+    STORAGE_FAILED = "storage_failed"  # the storage failed the write; ``retry_after`` seconds
 
 
 class SubmissionError(ValueError):

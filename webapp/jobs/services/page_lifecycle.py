@@ -24,6 +24,7 @@ from model.usage import job_usage
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services.options import JobOptions
 from webapp.jobs.services.review import review_judged
+from webapp.jobs.services.sending import pages_send
 from webapp.results.services import cached_page_store
 from webapp.webhooks import services as webhook_services
 
@@ -215,9 +216,6 @@ def page_hand_off(*, claim: PageClaim, reason: str) -> bool:
     same engine started without speculative decoding, on the engine's no-speculation queue;
     ``False`` if this claim was superseded. A new task id makes any other message a no-op; the
     hand-over is not a failed attempt, so it does not count against the attempts limit."""
-    # Imported here: submission imports this module (job_finalize_if_complete).
-    from webapp.jobs.services.submission import pages_send
-
     new_task_id = uuid.uuid4()
     with transaction.atomic():
         moved = _still_claimed(claim).update(

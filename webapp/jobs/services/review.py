@@ -14,12 +14,14 @@ from webapp.jobs.services.options import JobOptions
 def review_judged(quality: dict, options: JobOptions) -> dict:
     """The page's quality report with ``needs_review`` decided at the job's threshold (the
     engine side judged it at the default one). Reports without a score (stored before scores
-    existed) keep their verdict."""
+    existed) keep their verdict. A page on which a step failed (``failed_steps``: it kept its
+    reading from before that step) needs review at any threshold."""
     if "score" not in quality:
         return {**quality, "needs_review": bool(quality.get("needs_review"))}
     threshold = options.review_threshold_or_default()
+    failed_step = bool(quality.get("failed_steps"))
     return {
         **quality,
         "threshold": threshold,
-        "needs_review": needs_review(float(quality["score"]), threshold),
+        "needs_review": failed_step or needs_review(float(quality["score"]), threshold),
     }

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -26,14 +24,14 @@ from model.engines.registry import UnknownEngine, engine_names, engine_spec
 from model.formats.types import format_of
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
-from webapp.core.storage import stored_content_lock
+from webapp.core.storage import StorageFailed, StorageFull, content_store, stored_content_lock
 from webapp.core.workers import unserved_engine_refusal
 from webapp.jobs.models import Document, Job, Page
-from webapp.jobs.queueing import pages_enqueue
 from webapp.jobs.services.job_lifecycle import stored_files_delete_unused
 from webapp.jobs.services.options import CachePolicy, JobOptions, Refusal, SubmissionError
 from webapp.jobs.services.page_lifecycle import job_finalize_if_complete
 from webapp.jobs.services.review import review_judged
+from webapp.jobs.services.sending import pages_send_soon
 from webapp.results.models import CachedPage
 from webapp.results.services import cached_pages
 from webapp.webhooks import services as webhook_services
@@ -260,7 +258,7 @@ def job_create(
         # From finding the file stored to the document that needs it committed, no deletion
         # of unused files can take it (``stored_content_lock``).
         stored_content_lock(submission.sha256)
-        stored_name, stored_now = _store_content(
+        stored_name, stored_now = _stored_content(
             submission.data, sha256=submission.sha256, mime_type=submission.info.mime_type
         )
         if stored_now and fresh is not None:
@@ -342,7 +340,7 @@ def _job_write(
         # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
         messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
         if messages:
-            transaction.on_commit(lambda: pages_send(engine=engine, pages=messages))
+            transaction.on_commit(lambda: pages_send_soon(engine=engine, pages=messages))
     return job, document, pages
 
 
@@ -496,28 +494,33 @@ def _inspected(data: bytes) -> DocumentInfo:
         raise SubmissionError(str(exc), kind=kind) from exc
 
 
-def _store_content(data: bytes, *, sha256: str, mime_type: str) -> tuple[str, bool]:
+# Seconds a client is asked to wait after the storage was full or failing.
+STORAGE_RETRY_AFTER_SECONDS = 60
+
+
+def _stored_content(data: bytes, *, sha256: str, mime_type: str) -> tuple[str, bool]:
     """Content-addressed: the same bytes are stored once, whoever uploads them and whatever
-    they called them (the extension comes from the type the bytes proved, not the name).
-    The name, and whether this call stored the file."""
+    they called them (the extension comes from the type the bytes proved, not the name); a
+    stored file is reused only once its size and hash are checked (``content_store``). The
+    name, and whether this call stored the file. A full or failing storage refuses the
+    submission (507 or 503, with ``Retry-After``): nothing is stored, and the transaction
+    that would have written the job is undone."""
     fmt = format_of(mime_type)
     suffix = fmt.extension if fmt else (mimetypes.guess_extension(mime_type) or "")
     name = f"documents/{sha256[:2]}/{sha256}{suffix}"
-    if default_storage.exists(name):
-        return name, False
-    saved = default_storage.save(name, ContentFile(data))
-    if saved != name:
-        # Someone stored the same bytes between our check and our save: keep theirs.
-        default_storage.delete(saved)
-        return name, False
-    return name, True
-
-
-def pages_send(*, engine: str, pages: list[tuple[int, uuid.UUID]], plain: bool = False) -> None:
-    """Send the pages' messages and note that they went out; pages whose send failed keep
-    ``sent_at`` empty, and the reaper sends them once the broker is back. ``plain``: to the
-    engine's no-speculation queue."""
-    if pages_enqueue(engine=engine, pages=pages, plain=plain):
-        Page.objects.filter(pk__in=[page_id for page_id, _ in pages], sent_at__isnull=True).update(
-            sent_at=timezone.now()
-        )
+    try:
+        return name, content_store(name, data, sha256=sha256)
+    except StorageFull as exc:
+        logger.error("document %s not stored: %s", sha256[:12], exc)
+        raise SubmissionError(
+            f"{exc}: nothing was saved; retry in a minute, or ask the operator to free space",
+            kind=Refusal.STORAGE_FULL,
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc
+    except StorageFailed as exc:
+        logger.exception("document %s not stored", sha256[:12])
+        raise SubmissionError(
+            f"{exc}: nothing was saved; retry in a minute",
+            kind=Refusal.STORAGE_FAILED,
+            retry_after=STORAGE_RETRY_AFTER_SECONDS,
+        ) from exc

@@ -19,7 +19,13 @@ from webapp.ui.views.jobs import job_row
 
 Refusal = job_services.Refusal
 # The upload script's answer per refusal (the jobs API's codes; the rest are 400).
-UPLOAD_STATUS = {Refusal.TOO_LARGE: 413, Refusal.RATE_LIMITED: 429, Refusal.UNPROCESSABLE: 422}
+UPLOAD_STATUS = {
+    Refusal.TOO_LARGE: 413,
+    Refusal.RATE_LIMITED: 429,
+    Refusal.UNPROCESSABLE: 422,
+    Refusal.STORAGE_FULL: 507,
+    Refusal.STORAGE_FAILED: 503,
+}
 
 
 def _wants_json(request) -> bool:

@@ -18,3 +18,9 @@ class Command(BaseCommand):
     def handle(self, *args, username: str, **options):
         token = invite_make(username=username)
         self.stdout.write(f"{settings.FOLIO_PUBLIC_URL}/account/signup/?invite={token}")
+        if settings.FOLIO_PUBLIC_URL_ORIGIN != "FOLIO_PUBLIC_URL":
+            # On stderr: the link alone stays on stdout, for scripts.
+            self.stderr.write(
+                f"(the link's address is {settings.FOLIO_PUBLIC_URL_ORIGIN}; set "
+                "FOLIO_PUBLIC_URL to the address people reach this server at)"
+            )

@@ -1,0 +1,135 @@
+"""Markdown a person can read: the marks an extractor leaves that render as something the
+page never showed.
+
+- Strike-through from rules that are no strike-outs: MuPDF calls text crossed by a drawn
+  line struck out, and pymupdf4llm writes ``~~…~~``; a ruled notebook page, or a form whose
+  fields are drawn as lines through their labels' height, then comes out struck through from
+  top to bottom. A real strike-out marks a few words; when most of a page's text is "struck",
+  the lines are the page's rules and the marks go.
+- ``<sup>`` around ordinary words: a span set a little above the line (a small-caps run, a
+  raised label) comes out as a superscript. Footnote marks and exponents stay (digits, signs,
+  one or two letters); a superscript holding a word of four letters or more is set as text.
+- Emphasis that does not close: a ``**`` or ``__`` left alone in a paragraph renders as bold
+  running to the paragraph's end (or as two stars); an unpaired last marker goes.
+- Spaces an extractor puts at a change of style where print has none: before a full stop,
+  comma or closing bracket after an emphasised run (``**metrischer Raum** .``), and after an
+  opening bracket before one (``( _X, d_ )``).
+- Quotes: TeX's and typewriters' doubled single quotes (``‘‘…’’``, ``\\`\\`…''``) are one
+  double quote each (``“…”``).
+
+Pure string functions, outside code blocks and inline code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from model.steps import page_step, unchanged
+
+# When at least this share of a page's letters is inside ~~…~~, the marks are rules.
+_RULED_SHARE = 0.5
+_STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
+_SUP = re.compile(r"<sup>([^\n]*?)</sup>")
+# A word a superscript does not hold as a mark: four letters or more.
+_WORD = re.compile(r"[^\W\d_]{4,}")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_INLINE_CODE = re.compile(r"`[^`\n]+`")
+
+
+@page_step("markdown hygiene", fallback=unchanged)
+def readable_markdown(markdown: str) -> str:
+    """All the repairs of this module, in order."""
+    return _outside_code(markdown, _repairs)
+
+
+def _repairs(text: str) -> str:
+    text = unstrike_rules(text)
+    text = plain_superscript_words(text)
+    text = normalise_quotes(text)
+    text = tighten_emphasis(text)
+    return "\n\n".join(balance_emphasis(p) for p in text.split("\n\n"))
+
+
+def _outside_code(markdown: str, repair: Callable[[str], str]) -> str:
+    """``repair`` applied to the Markdown less its fenced code blocks and inline code, which
+    are written as the page has them."""
+    parts: list[tuple[bool, str]] = []  # (is code, text)
+    fenced = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            parts.append((True, line))
+            fenced = not fenced
+            continue
+        parts.append((fenced, line))
+    text_lines = [line for code, line in parts if not code]
+    # Inline code is kept aside under a placeholder no repair touches.
+    kept: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        kept.append(match.group(0))
+        return f"\x00{len(kept) - 1}\x00"
+
+    joined = _INLINE_CODE.sub(hide, "\n".join(text_lines))
+    repaired = re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], repair(joined))
+    repaired_lines = iter(repaired.split("\n"))
+    out = [line if code else next(repaired_lines, "") for code, line in parts]
+    out.extend(repaired_lines)  # a repair that added lines keeps them
+    return "\n".join(out)
+
+
+def unstrike_rules(markdown: str) -> str:
+    """Without ``~~`` where most of the page's letters are struck: its rules, not strike-outs."""
+    letters = sum(ch.isalnum() for ch in markdown)
+    struck = sum(ch.isalnum() for m in _STRIKE.finditer(markdown) for ch in m.group(1))
+    if not letters or struck < _RULED_SHARE * letters:
+        return markdown
+    return _STRIKE.sub(r"\1", markdown)
+
+
+def plain_superscript_words(markdown: str) -> str:
+    """``<sup>`` unwrapped where it holds an ordinary word rather than a mark or exponent."""
+
+    def unwrap(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        if not _WORD.search(inner):
+            return match.group(0)
+        return f" {inner.strip()} " if inner.strip() else ""
+
+    text = _SUP.sub(unwrap, markdown)
+    return re.sub(r"(?<=\S) {2,}(?=\S)", " ", text) if text != markdown else text
+
+
+def normalise_quotes(markdown: str) -> str:
+    """Doubled single quotes as one double quote."""
+    text = markdown.replace("‘‘", "“").replace("’’", "”")
+    # TeX's ``…'' (two grave accents, two apostrophes), where a reader sees a quotation.
+    return re.sub(r"``(?=\S)(.+?)(?<=\S)''", r"“\1”", text)
+
+
+# A closing marker (after a non-space), spaces, then punctuation that sticks to the word before.
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$))")
+# An opening bracket, spaces, then an opening marker (before a non-space).
+_SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")
+
+
+def tighten_emphasis(markdown: str) -> str:
+    """No space between an emphasised run and the punctuation or bracket that print sets
+    against it."""
+    text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", markdown)
+    text = _SPACE_AFTER_BRACKET.sub("", text)
+    # the closing bracket after a closing marker: "d_ )" → "d_)"
+    return re.sub(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=\))", r"\1", text)
+
+
+_EMPHASIS = re.compile(r"(?<![\\*])\*\*(?!\*)|(?<![\\_\w])__(?!_)|(?<!_)__(?![_\w])")
+
+
+def balance_emphasis(paragraph: str) -> str:
+    """A paragraph whose ``**`` (or ``__``) markers do not pair up loses its last one."""
+    for marker in ("**", "__"):
+        positions = [m.start() for m in _EMPHASIS.finditer(paragraph) if m.group(0) == marker]
+        if len(positions) % 2:
+            at = positions[-1]
+            paragraph = paragraph[:at] + paragraph[at + 2 :]
+    return paragraph

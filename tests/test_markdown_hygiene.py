@@ -1,0 +1,53 @@
+"""Markdown a reader can read (``model.markdown_hygiene``): each repair on the kind of
+fragment an extractor writes, and what it leaves alone."""
+
+from __future__ import annotations
+
+from model.markdown_hygiene import (
+    balance_emphasis,
+    normalise_quotes,
+    plain_superscript_words,
+    readable_markdown,
+    tighten_emphasis,
+    unstrike_rules,
+)
+
+
+def test_a_page_struck_through_from_top_to_bottom_is_a_ruled_page():
+    ruled = "~~Dear diary, today I went~~\n~~to the market and bought~~\nbread"
+    assert unstrike_rules(ruled) == "Dear diary, today I went\nto the market and bought\nbread"
+
+
+def test_a_few_struck_words_stay_struck():
+    text = "The meeting is on ~~Monday~~ Tuesday at the usual place, as agreed last week."
+    assert unstrike_rules(text) == text
+
+
+def test_a_superscript_word_is_text_and_a_footnote_mark_stays():
+    assert plain_superscript_words("the <sup>Kobayashi</sup> metric") == "the Kobayashi metric"
+    assert plain_superscript_words("Center<sup>1</sup> reports") == "Center<sup>1</sup> reports"
+    assert plain_superscript_words("x<sup>ab</sup>") == "x<sup>ab</sup>"
+
+
+def test_doubled_single_quotes_are_double_quotes():
+    assert normalise_quotes("‘‘spiritual gifts.’’") == "“spiritual gifts.”"
+    assert normalise_quotes("it was ``spiritual gifts.''") == "it was “spiritual gifts.”"
+    assert normalise_quotes("f'' and g'") == "f'' and g'"
+
+
+def test_an_unpaired_bold_marker_goes():
+    assert balance_emphasis("**Note:** see **below") == "**Note:** see below"
+    assert balance_emphasis("**Note:** see below") == "**Note:** see below"
+    assert balance_emphasis("call __init__ first") == "call __init__ first"
+
+
+def test_code_is_written_as_the_page_has_it():
+    markdown = "Use `a ``b'' c` here.\n\n```\n**x ‘‘y’’\n```\n\n**open"
+    assert readable_markdown(markdown) == "Use `a ``b'' c` here.\n\n```\n**x ‘‘y’’\n```\n\nopen"
+
+
+def test_emphasis_keeps_to_the_punctuation_and_brackets_print_sets_against_it():
+    assert tighten_emphasis("ein **metrischer Raum** .") == "ein **metrischer Raum**."
+    assert tighten_emphasis("Das Paar ( _X, d_ ) heißt") == "Das Paar (_X, d_) heißt"
+    assert tighten_emphasis("**bold** and _it_ here") == "**bold** and _it_ here"
+    assert tighten_emphasis("a_b and c_ d") == "a_b and c_ d"
