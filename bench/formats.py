@@ -40,7 +40,7 @@ from rapidfuzz import fuzz  # noqa: E402
 from model.documents import DocumentError, inspect_document  # noqa: E402
 from model.engines.base import EngineOptions, PageInput  # noqa: E402
 from model.formats import renditions, structure  # noqa: E402
-from model.pipeline import office_page_images, transcribe_page  # noqa: E402
+from model.pipeline import office_page_image, transcribe_page  # noqa: E402
 from model.quality.realpages import similarity, words_kept  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus" / "docling-testdata"
@@ -75,7 +75,7 @@ def run_document(path: Path, options: EngineOptions, page_images: bool = False) 
         # What the worker adds for the UI's page images: LibreOffice's PDF, then each page drawn.
         renditions._cache.clear()
         started = time.perf_counter()
-        drawn = [office_page_images(page, options) for page in inputs]
+        drawn = [office_page_image(page, options) for page in inputs]
         row["image_seconds"] = time.perf_counter() - started
         row["images"] = sum(images is not None for images in drawn)
     return row

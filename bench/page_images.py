@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from model.engines.base import EngineOptions, PageInput  # noqa: E402
 from model.engines.local import LocalEngine  # noqa: E402
-from model.page_images import draw_page_images, render_page_images  # noqa: E402
+from model.page_images import draw_page_image, render_page_image  # noqa: E402
 from tests import documents  # noqa: E402
 
 CASES = {
@@ -45,8 +45,8 @@ def _median_seconds(work, repeat: int) -> float:
 
 
 def _row(name: str, data: bytes, mime_type: str, engine: LocalEngine, repeat: int) -> dict:
-    in_process = _median_seconds(lambda: draw_page_images(data, mime_type, 1), repeat)
-    child = _median_seconds(lambda: render_page_images(data, mime_type, 1, timeout=120), repeat)
+    in_process = _median_seconds(lambda: draw_page_image(data, mime_type, 1), repeat)
+    child = _median_seconds(lambda: render_page_image(data, mime_type, 1, timeout=120), repeat)
     page = PageInput(data=data, mime_type=mime_type, page_number=1)
     reading = _median_seconds(lambda: engine.transcribe(page, EngineOptions()), repeat)
     return {

@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from model.engines.base import EngineOptions  # noqa: E402
 from model.engines.registry import load_engine  # noqa: E402
-from model.quality import corpus, realpages  # noqa: E402
+from model.quality import corpus, newpages, realpages  # noqa: E402
 from model.quality.checks import load_tests  # noqa: E402
 from model.quality.harness import Report, evaluate  # noqa: E402
 from model.quality.recorded import RecordingEngine, ReplayEngine  # noqa: E402
@@ -60,6 +60,11 @@ from model.quality.review_eval import (  # noqa: E402
 from model.quality.run import parse_options  # noqa: E402
 
 SUITES = ("real", "real-scans", "worn", "generated")
+# Pages of documents no rule was written against (``model.quality.newpages``, laid out under
+# ``--new-root`` by its ``fetch``): the development part, which choices may be made on, and
+# the held-aside part, which no choice is ever made on (reported apart, never tuned on).
+NEW_SUITES = ("new-dev", "new-dev-scans", "new-held", "new-held-scans")
+HELD_SUITES = ("new-held", "new-held-scans")
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 # Signals whose threshold is a number this bench can choose, with the thresholds it tries
 # and when the signal fails at one (its reported value against the threshold).
@@ -78,7 +83,16 @@ def run_suite(
     options: EngineOptions,
     tmp: Path,
     tests: list | None = None,
+    new_root: Path | None = None,
 ) -> Report:
+    if name in NEW_SUITES:
+        if new_root is None:
+            raise SystemExit(
+                f"--suite {name} needs --new-root (python -m model.quality.newpages fetch)"
+            )
+        part = name.split("-")[1]
+        scans = tmp / "new-scans" if name.endswith("-scans") else None
+        return newpages.evaluate_part(engine, options, new_root, part, scans_dir=scans)
     if name == "real":
         return realpages.evaluate_real(engine, options, tests=tests, tested_only=True).report
     if name == "real-scans":
@@ -180,7 +194,10 @@ def print_tuning(pages: list[PageVerdict]) -> dict[str, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="local")
-    parser.add_argument("--suite", action="append", choices=SUITES)
+    parser.add_argument("--suite", action="append", choices=SUITES + NEW_SUITES)
+    parser.add_argument(
+        "--new-root", type=Path, help="the new pages' documents (newpages fetch DIR)"
+    )
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--option", action="append", default=[], help="key=value engine option")
@@ -205,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         work = args.record or args.replay or Path(tmp)
         for suite in args.suite or SUITES:
             engine = suite_engine(args, work / suite)
-            report = run_suite(suite, engine, parse_options(args.option), work, tests)
+            report = run_suite(
+                suite, engine, parse_options(args.option), work, tests, new_root=args.new_root
+            )
             review = evaluate_flag(report, args.threshold)
             verdicts += page_verdicts(report, document_of)
             sweep = {t: evaluate_flag(report, t).flag for t in SWEEP}

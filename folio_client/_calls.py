@@ -16,7 +16,7 @@ from typing import IO, Any
 import httpx
 
 from folio_client.errors import FolioError, error_from_response
-from folio_client.models import Engine, Health, Job, JobList, JobResult
+from folio_client.models import Engine, Health, Job, JobList, JobResult, PageList
 from folio_client.retry import retry_after_seconds
 
 FileSource = str | os.PathLike[str] | IO[bytes]
@@ -149,8 +149,28 @@ def job_id_of_accepted(response: httpx.Response) -> str:
     return str(job_id)
 
 
-def job(job_id: str) -> Call:
-    return Call("GET", f"/v1/jobs/{job_id}")
+def job(job_id: str, *, pages: bool = False) -> Call:
+    """The status document; with ``pages``, every page's details in it (``include=pages``)."""
+    return Call("GET", f"/v1/jobs/{job_id}", params={"include": "pages"} if pages else None)
+
+
+def pages(
+    job_id: str,
+    *,
+    status: str | list[str] | None,
+    needs_review: bool | None,
+    sort: str | None,
+    page: int,
+    page_size: int,
+) -> Call:
+    params: dict[str, Any] = {"page": page, "page_size": page_size}
+    if status:
+        params["status"] = status if isinstance(status, str) else ",".join(status)
+    if needs_review is not None:
+        params["needs_review"] = "true" if needs_review else "false"
+    if sort:
+        params["sort"] = sort
+    return Call("GET", f"/v1/jobs/{job_id}/pages", params=params)
 
 
 def cancel(job_id: str) -> Call:
@@ -216,6 +236,10 @@ def parse_job(response: httpx.Response) -> Job:
 
 def parse_jobs(response: httpx.Response) -> JobList:
     return JobList.from_json(response.json())
+
+
+def parse_pages(response: httpx.Response) -> PageList:
+    return PageList.from_json(response.json())
 
 
 def parse_result(response: httpx.Response) -> JobResult:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -17,9 +18,9 @@ import httpx
 
 from folio_client import _calls
 from folio_client._calls import Call, FileSource
-from folio_client.client import PDF_WAIT, POLL_MAX, POLL_MIN, _client_options
+from folio_client.client import PAGES_PER_REQUEST, PDF_WAIT, POLL_MAX, POLL_MIN, _client_options
 from folio_client.errors import ConnectionFailed, WaitTimeout
-from folio_client.models import Engine, Health, Job, JobList, JobResult, UsageTotals
+from folio_client.models import Engine, Health, Job, JobList, JobResult, PageStatus, UsageTotals
 from folio_client.retry import Attempts, Pause, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -136,8 +137,36 @@ class AsyncClient:
         )
         return await self.job(_calls.job_id_of_accepted(await self._send(call)))
 
-    async def job(self, job_id: str) -> Job:
-        return _calls.parse_job(await self._send(_calls.job(job_id)))
+    async def job(self, job_id: str, *, pages: bool = False) -> Job:
+        return _calls.parse_job(await self._send(_calls.job(job_id, pages=pages)))
+
+    async def iter_pages(
+        self,
+        job_id: str,
+        *,
+        status: str | list[str] | None = None,
+        needs_review: bool | None = None,
+        sort: str | None = None,
+    ) -> AsyncIterator[PageStatus]:
+        page = 1
+        while True:
+            call = _calls.pages(
+                job_id, status=status, needs_review=needs_review, sort=sort, page=page,
+                page_size=PAGES_PER_REQUEST,
+            )  # fmt: skip
+            listing = _calls.parse_pages(await self._send(call))
+            for item in listing.results:
+                yield item
+            if not listing.next:
+                return
+            page += 1
+
+    async def with_failed_pages(self, job: Job) -> Job:
+        """The job with its failed pages' details, which ``failure_reason()`` reads."""
+        if job.pages is not None or job.page_summary.get("failed") == 0:
+            return job  # listed already, or none failed (a submission's answer has no count)
+        failed = [page async for page in self.iter_pages(job.id, status="failed")]
+        return replace(job, pages=failed)
 
     async def wait(
         self,

@@ -101,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     convert.add_argument("-o", "--out", type=Path, help="write under OUT, mirroring the tree")
     convert.add_argument("--pages", help="pages of every file, e.g. 1-3,7 (default: all)")
-    convert.add_argument("--engine", help="engine name (see `folio engines`)")
+    convert.add_argument(
+        "--engine",
+        help="engine name (see `folio engines`), or auto: local first, a VLM engine for the "
+        "pages it reads badly",
+    )
     convert.add_argument(
         "--format",
         choices=["md", "json", "blocks", "chunks", "pdf"],
@@ -280,7 +284,7 @@ def cmd_jobs(args: argparse.Namespace, out: Console, err: Console) -> int:
                 render.print_jobs(out, listing)
             return EXIT_OK
         if args.action == "show":
-            job = client.job(args.job_id)
+            job = client.job(args.job_id, pages=True)
             if args.json:
                 render.print_json(out, job.raw)
             else:
@@ -306,6 +310,8 @@ def _wait(client: Client, args: argparse.Namespace, out: Console, err: Console) 
         except WaitTimeout as exc:
             err.print(f"folio: {escape(str(exc))}", highlight=False)
             job, code = exc.job, EXIT_FAILED
+        if job.is_final and not job.succeeded:
+            job = client.with_failed_pages(job)
         finished.append(job)
         if not job.succeeded:
             code = EXIT_FAILED

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,15 @@ from folio_client import _calls
 from folio_client._calls import Call, FileSource
 from folio_client.config import resolve
 from folio_client.errors import ConnectionFailed, WaitTimeout
-from folio_client.models import Engine, Health, Job, JobList, JobResult, UsageTotals
+from folio_client.models import (
+    Engine,
+    Health,
+    Job,
+    JobList,
+    JobResult,
+    PageStatus,
+    UsageTotals,
+)
 from folio_client.retry import Attempts, Pause, RetryPolicy
 
 logger = logging.getLogger(__name__)
@@ -33,6 +42,8 @@ POLL_MIN, POLL_MAX = 0.25, 5.0
 # Seconds result_pdf asks again while a worker builds the PDF (the server's own limit on a
 # build is FOLIO_SEARCHABLE_PDF_TIMEOUT, 300 s by default).
 PDF_WAIT = 600.0
+# Pages per request of iter_pages (the server's largest page of pages).
+PAGES_PER_REQUEST = 500
 
 
 def _client_options(base_url: str | None, api_key: str | None, timeout: Any) -> dict[str, Any]:
@@ -129,7 +140,10 @@ class Client:
         ``speaker_notes`` and ``comments`` add an Office document's speaker notes and
         reviewers' comments to its text (both off by default); ``ocr_language`` names a
         scan's language in Tesseract's codes ("kor", "fas+ara") for the lines the server's
-        bundled OCR cannot read (found on the page when left out)."""
+        bundled OCR cannot read (found on the page when left out). ``engine="auto"`` reads
+        every page with ``local`` and the pages it reads badly again with a VLM engine: each
+        page's ``engine`` and ``escalation`` say which reading it holds and why, ``Job.auto``
+        the share sent on and the VLM seconds."""
         call = _calls.submit(
             file,
             filename=filename,
@@ -166,8 +180,38 @@ class Client:
         )
         return self.job(_calls.job_id_of_accepted(self._send(call)))
 
-    def job(self, job_id: str) -> Job:
-        return _calls.parse_job(self._send(_calls.job(job_id)))
+    def job(self, job_id: str, *, pages: bool = False) -> Job:
+        """The job's status; with ``pages``, every page's details too (``job.pages``; for a
+        long job ``iter_pages`` fetches them a page at a time instead)."""
+        return _calls.parse_job(self._send(_calls.job(job_id, pages=pages)))
+
+    def iter_pages(
+        self,
+        job_id: str,
+        *,
+        status: str | list[str] | None = None,
+        needs_review: bool | None = None,
+        sort: str | None = None,
+    ) -> Iterator[PageStatus]:
+        """The job's pages with every detail, in page order (``sort="review"``: the most
+        doubtful first), 500 per request."""
+        page = 1
+        while True:
+            call = _calls.pages(
+                job_id, status=status, needs_review=needs_review, sort=sort, page=page,
+                page_size=PAGES_PER_REQUEST,
+            )  # fmt: skip
+            listing = _calls.parse_pages(self._send(call))
+            yield from listing.results
+            if not listing.next:
+                return
+            page += 1
+
+    def with_failed_pages(self, job: Job) -> Job:
+        """The job with its failed pages' details, which ``failure_reason()`` reads."""
+        if job.pages is not None or job.page_summary.get("failed") == 0:
+            return job  # listed already, or none failed (a submission's answer has no count)
+        return replace(job, pages=list(self.iter_pages(job.id, status="failed")))
 
     def wait(
         self,

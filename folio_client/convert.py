@@ -150,8 +150,7 @@ async def convert_one(client: AsyncClient, item: Item, run: Run, display: Displa
             with contextlib.suppress(FileNotFoundError):
                 item.partial_output.unlink()
         else:
-            if job.pages is None:  # a submission's answer lists no pages; the detail says why
-                job = await client.job(job.id)
+            job = await client.with_failed_pages(job)  # their reasons say why
             outcome.reason = job.failure_reason()
             if job.status == "partially_failed":
                 partial = await _output_text(client, job, options.fmt)

@@ -104,9 +104,18 @@ class PageStatus:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str = ""
+    # The engine whose reading the page holds; for an ``auto`` job, whether and why the page
+    # was read again by a VLM engine, and which reading was kept (None for other jobs).
+    engine: str = ""
+    escalation: dict[str, Any] | None = None
+
+    @property
+    def escalated(self) -> bool:
+        return bool(self.escalation and self.escalation.get("escalated"))
 
     @classmethod
     def _fields(cls, data: dict[str, Any]) -> dict[str, Any]:
+        escalation = data.get("escalation")
         return {
             "number": int(data["number"]),
             "status": str(data.get("status") or ""),
@@ -120,6 +129,8 @@ class PageStatus:
             "started_at": _time(data.get("started_at")),
             "finished_at": _time(data.get("finished_at")),
             "error": str(data.get("error") or ""),
+            "engine": str(data.get("engine") or ""),
+            "escalation": dict(escalation) if isinstance(escalation, dict) else None,
         }
 
     @classmethod
@@ -151,11 +162,17 @@ class Job:
     expires_at: datetime | None
     error: str
     links: dict[str, str]
+    # Every page's details: only in a document asked for with them (``Client.job(id,
+    # pages=True)``); ``page_summary`` counts the pages by state in every one.
     pages: list[PageStatus] | None = None
+    page_summary: dict[str, int] = field(default_factory=dict)
     webhook_url: str = ""
     # The engine this job waits for while no live worker serves it ("" otherwise); the
     # server fails the job if none comes back in time (``raw["waiting_for"]["fails_at"]``).
     waiting_for: str = ""
+    # An ``auto`` job's figures: pages_escalated, share_escalated, vlm_seconds,
+    # pages_left_local (and a note when some could not be sent on); None for other jobs.
+    auto: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -201,8 +218,12 @@ class Job:
             error=str(data.get("error") or ""),
             links=dict(data.get("links") or {}),
             pages=[PageStatus.from_json(p) for p in pages] if isinstance(pages, list) else None,
+            page_summary={
+                str(k): int(v) for k, v in (data.get("page_summary") or {}).items() if v is not None
+            },
             webhook_url=str(data.get("webhook_url") or ""),
             waiting_for=str((data.get("waiting_for") or {}).get("engine") or ""),
+            auto=dict(data["auto"]) if isinstance(data.get("auto"), dict) else None,
             raw=data,
         )
 
@@ -252,6 +273,29 @@ class JobList:
             next=data.get("next"),
             previous=data.get("previous"),
             results=[Job.from_json(job) for job in data.get("results") or []],
+        )
+
+
+@dataclass(frozen=True)
+class PageList:
+    """One page of ``GET /v1/jobs/{id}/pages``."""
+
+    count: int
+    page: int
+    page_size: int
+    next: str | None
+    previous: str | None
+    results: list[PageStatus]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PageList:
+        return cls(
+            count=int(data.get("count") or 0),
+            page=int(data.get("page") or 1),
+            page_size=int(data.get("page_size") or 0),
+            next=data.get("next"),
+            previous=data.get("previous"),
+            results=[PageStatus.from_json(page) for page in data.get("results") or []],
         )
 
 

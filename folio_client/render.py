@@ -122,11 +122,25 @@ def print_job(console: Console, job: Job) -> None:
         f"created   {_when(job.created_at)}",
         f"finished  {_when(job.finished_at)}",
     ]
+    if job.auto is not None:
+        lines.append(
+            f"auto      {job.auto.get('pages_escalated', 0)} pages read again by a VLM "
+            f"({100 * float(job.auto.get('share_escalated') or 0):.0f} %), "
+            f"{float(job.auto.get('vlm_seconds') or 0):.1f} s of VLM time"
+        )
+        if job.auto.get("note"):
+            lines.append(f"          {job.auto['note']}")
     if job.error:
         lines.append(f"error     {job.error}")
     for page in job.pages or []:
         if page.status == "failed":
             lines.append(f"page {page.number}    failed: {page.error}")
+        elif page.escalated:
+            assert page.escalation is not None
+            lines.append(
+                f"page {page.number}    read again by {page.escalation.get('engine')}, kept "
+                f"{page.engine}'s reading: {page.escalation.get('why', '')}"
+            )
     console.print(escape("\n".join(lines)), highlight=False)
 
 

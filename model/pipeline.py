@@ -77,13 +77,13 @@ def has_office_page_images(mime_type: str) -> bool:
     return fmt is not None and renditions.rendered(fmt)
 
 
-def office_page_images(
+def office_page_image(
     page: PageInput, options: EngineOptions | None = None, *, timeout: float = 60
-) -> renditions.PageImages | None:
-    """An Office or OpenDocument page's images, drawn from LibreOffice's layout of the document
+) -> renditions.PageImage | None:
+    """An Office or OpenDocument page's image, drawn from LibreOffice's layout of the document
     (``model.formats.renditions``) for the units the options make; ``timeout`` bounds the
     drawing (FOLIO_PAGE_RENDER_TIMEOUT in the worker). ``None`` for other documents, and where
-    LibreOffice is missing or fails: the text stands without them."""
+    LibreOffice is missing or fails: the text stands without it."""
     fmt = formats.format_of(page.mime_type)
     if fmt is None or not renditions.rendered(fmt):
         return None
@@ -91,7 +91,7 @@ def office_page_images(
         conversion = structure.ConversionOptions.from_engine_options(options or EngineOptions())
         units = structure.document_units(page.data, fmt, conversion)
         made = renditions.rendition(page.data, fmt, units)
-        return renditions.page_images(made, page.page_number, timeout=timeout)
+        return renditions.page_image(made, page.page_number, timeout=timeout)
     except (libreoffice.LibreOfficeError, structure.ConversionError) as exc:
         logger.warning("page %s: no page image (%s)", page.page_number, exc)
     except Exception:  # a drawing's bug must not fail a page whose text was read
@@ -127,7 +127,11 @@ def finish_page(
         # The document's own text, not a reading of pixels: no OCR signal applies to it.
         quality: dict[str, Any] = {"needs_review": False, "reasons": [], "signals": {}}
     else:
+        # The steps that failed so far are one of the report's signals (``steps``), so that
+        # they weigh in the page's review score.
+        result.extra["failed_steps"] = [failure.as_dict() for failure in failed]
         quality = _quality_report(page, result)
+        result.extra.pop("failed_steps", None)
         quality["seconds"] = round(time.perf_counter() - started, 4)
     result.extra["quality"] = with_failed_steps(quality, failed)
     # The OCR's lines served the signals; the page's stored report need not carry them.
@@ -141,8 +145,10 @@ def with_failed_steps(quality: dict[str, Any], failed: list[StepFailure]) -> dic
     and error, in order; empty when none did), and the page flagged for review, saying which
     step and that the page kept its reading from before it."""
     quality["failed_steps"] = [failure.as_dict() for failure in failed]
+    steps = (quality.get("signals") or {}).get("steps") or {}
     if failed:
         quality["needs_review"] = True
+    if failed and steps.get("ok") is not False:  # else the ``steps`` signal names them
         names = ", ".join(dict.fromkeys(failure.step for failure in failed))
         quality["reasons"] = [
             f"failed step: {names} (the page keeps its reading from before it)",

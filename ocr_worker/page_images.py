@@ -1,4 +1,4 @@
-"""Drawing a page's images in the worker, in a child process with a wall-clock limit
+"""Drawing a page's image in the worker, in a child process with a wall-clock limit
 (``model.page_images``), before its engine reads the page.
 
 The drawing serves the job page's viewer, and it is also the page's test of good behaviour:
@@ -17,20 +17,20 @@ from django.conf import settings
 from model import pipeline
 from model.engines.base import EngineOptions, PageInput
 from model.formats.types import has_page_images
-from model.page_images import RenderFailed, RenderTimeout, render_page_images
+from model.page_images import RenderFailed, RenderTimeout, render_page_image
 from webapp.jobs import services
 
 logger = logging.getLogger(__name__)
 
 
 def page_images_make(*, job_id: uuid.UUID, number: int, data: bytes, mime_type: str) -> str | None:
-    """Draw and store the page's images; the reason to fail the page now, or ``None`` (drawn,
+    """Draw and store the page's image; the reason to fail the page now, or ``None`` (drawn,
     nothing to draw, or a document error the engine will state in its own words)."""
     if not has_page_images(mime_type):
         return None
     limit = settings.FOLIO_PAGE_RENDER_TIMEOUT
     try:
-        images = render_page_images(data, mime_type, number, timeout=limit)
+        image = render_page_image(data, mime_type, number, timeout=limit)
     except RenderTimeout:
         logger.warning("page %s of job %s: not drawn within %s s", number, job_id, limit)
         return (
@@ -46,9 +46,9 @@ def page_images_make(*, job_id: uuid.UUID, number: int, data: bytes, mime_type: 
         logger.warning("page %s of job %s: no page image: %s", number, job_id, exc)
         return None
     try:
-        services.page_images_save(job_id=job_id, number=number, images=images)
+        services.page_images_save(job_id=job_id, number=number, image=image)
     except Exception:  # the viewer lacks a picture; the page's reading is not at stake
-        logger.exception("page %s of job %s: its images could not be stored", number, job_id)
+        logger.exception("page %s of job %s: its image could not be stored", number, job_id)
     return None
 
 
@@ -59,14 +59,14 @@ def office_page_images_make(
     document (the page's units as the job's options make them), the page's layout taking the
     drawn page's size; ``False`` where there are none to draw (no LibreOffice here, or it
     failed: the page keeps its text and its nominal page)."""
-    images = pipeline.office_page_images(
+    drawn = pipeline.office_page_image(
         PageInput(data=data, mime_type=mime_type, page_number=number),
         EngineOptions.from_dict(options),
         timeout=settings.FOLIO_PAGE_RENDER_TIMEOUT,
     )
-    if images is None:
+    if drawn is None:
         return False
     services.office_page_images_record(
-        job_id=job_id, number=number, panel=images.jpeg, full=images.full_jpeg, size=images.size
+        job_id=job_id, number=number, image=drawn.webp, size=drawn.size
     )
     return True

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from model import pipeline
 from model.engines import EngineError, EngineOptions, PageInput, TransientEngineError, load_engine
+from model.engines.auto import AUTO
 from model.engines.handoff import wants_plain
 from model.formats.types import is_converted
 from ocr_worker.celery_app import app
@@ -26,6 +27,7 @@ from webapp.core.logcontext import log_context
 from webapp.core.workers import served_engines_or_none, serves_plain
 from webapp.jobs import engine_waits, heartbeat, liveness, services
 from webapp.jobs.models import Job
+from webapp.jobs.services import escalation
 from webapp.jobs.services import searchable_pdf as searchable_pdf_builds
 from webapp.webhooks import services as webhook_services
 
@@ -102,26 +104,20 @@ def _transcribe(task, claim: services.PageClaim) -> str:
         result = pipeline.transcribe_page(engine, page, options)
     except TransientEngineError as exc:
         if claim.attempts >= settings.FOLIO_PAGE_MAX_ATTEMPTS:
-            services.page_fail(
-                claim=claim, error=f"{exc} (gave up after {claim.attempts} attempts)"
-            )
-            return "failed"
+            return _failed(claim, f"{exc} (gave up after {claim.attempts} attempts)")
         services.page_retry_later(claim=claim, error=str(exc))
         countdown = get_exponential_backoff_interval(
             factor=2, retries=claim.attempts, maximum=RETRY_BACKOFF_MAX_SECONDS, full_jitter=True
         )
         raise task.retry(countdown=countdown, max_retries=None) from exc
     except SoftTimeLimitExceeded:
-        services.page_fail(claim=claim, error=_past_soft_limit())
-        return "failed"
+        return _failed(claim, _past_soft_limit())
     except EngineError as exc:
         # An engine that caught the soft limit as any other failure still ran out of time.
-        services.page_fail(claim=claim, error=_past_soft_limit() if _timed_out(exc) else str(exc))
-        return "failed"
+        return _failed(claim, _past_soft_limit() if _timed_out(exc) else str(exc))
     except Exception:
         logger.exception("page %s: unexpected engine failure", claim.page_id)
-        services.page_fail(claim=claim, error="the engine failed on this page (an internal error)")
-        return "failed"
+        return _failed(claim, "the engine failed on this page (an internal error)")
     handoff = None if claim.decode_plain else wants_plain(result.extra)
     # Handed over only to a live worker without speculation; otherwise the page stands as the
     # engine left it (a runaway trimmed and flagged for review).
@@ -130,6 +126,8 @@ def _transcribe(task, claim: services.PageClaim) -> str:
     office = pipeline.has_office_page_images(claim.mime_type) and services.page_image_drawing_claim(
         job_id=claim.job_id, number=claim.number
     )
+    if claim.job_engine == AUTO:
+        return _auto_saved(claim, result, engine.version)
     saved = services.page_complete(claim=claim, result=result, engine_version=engine.version)
     if office and saved:
         # An Office page's images, drawn from LibreOffice's layout once its text is saved (the
@@ -142,6 +140,28 @@ def _transcribe(task, claim: services.PageClaim) -> str:
             options=claim.options,
         )
     return "done"
+
+
+def _failed(claim: services.PageClaim, error: str) -> str:
+    """A page its engine could not read fails; an ``auto`` job's page goes to a VLM engine
+    instead (local failed), or keeps its local reading (the VLM failed)."""
+    if claim.job_engine == AUTO and claim.escalation.get("escalated"):
+        return "done" if escalation.vlm_reading_failed(claim=claim, error=error) else "skipped"
+    if claim.job_engine == AUTO:
+        return escalation.local_reading_failed(claim=claim, error=error)
+    services.page_fail(claim=claim, error=error)
+    return "failed"
+
+
+def _auto_saved(claim: services.PageClaim, result, engine_version: str) -> str:
+    """An ``auto`` job's page: its local reading judged (saved, or sent to a VLM engine), or
+    its VLM reading weighed against the local one (model.engines.auto)."""
+    if claim.escalation.get("escalated"):
+        saved = escalation.vlm_reading_done(
+            claim=claim, result=result, engine_version=engine_version
+        )
+        return "done" if saved else "skipped"
+    return escalation.local_reading_done(claim=claim, result=result, engine_version=engine_version)
 
 
 @app.task(name=services.page_images.RENDER_PAGE_IMAGE, acks_late=True)
@@ -183,10 +203,12 @@ def reap_pages() -> int:
         lost_nodes=liveness.lost_nodes(),
         serves_plain=serves_plain,
     )
+    served = served_engines_or_none(fresh=True)
+    # Escalated pages whose VLM engine's workers left keep their local reading.
+    escalation.escalated_pages_settle_unserved(served=served)
     # Jobs whose engine's workers left: say so, and end them after the limit.
     engine_waits.jobs_waiting_for_engines(
-        served=served_engines_or_none(fresh=True),
-        limit=timedelta(seconds=settings.FOLIO_ENGINE_WAIT_LIMIT),
+        served=served, limit=timedelta(seconds=settings.FOLIO_ENGINE_WAIT_LIMIT)
     )
     return reaped
 

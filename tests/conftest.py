@@ -119,10 +119,11 @@ def _module_worker_idle_before_flush(request):
 
 
 def wait_for_job(client: APIClient, job_id: str, *, timeout: float = 120) -> dict:
+    """The finished job's status document with every page's details (``include=pages``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         body = client.get(f"/v1/jobs/{job_id}").json()
         if body["status"] not in ("queued", "running"):
-            return body
+            return client.get(f"/v1/jobs/{job_id}", {"include": "pages"}).json()
         time.sleep(0.2)
     raise TimeoutError(f"job {job_id} still {body['status']} after {timeout} s: {body['progress']}")

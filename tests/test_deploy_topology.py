@@ -155,7 +155,9 @@ def wait_for_jobs(http: httpx.Client, job_ids: list[str], *, timeout: float = 60
                 pending.discard(job_id)
         time.sleep(0.5)
     assert not pending, f"jobs still running after {timeout} s: {pending}"
-    return [http.get(f"/v1/jobs/{job_id}").json() for job_id in job_ids]
+    return [
+        http.get(f"/v1/jobs/{job_id}", params={"include": "pages"}).json() for job_id in job_ids
+    ]
 
 
 def pages_per_second(job_ids: list[str], started: float) -> float:

@@ -30,12 +30,8 @@ from model.fastmtp import (  # noqa: E402
     speculative_decode,
 )
 from model.fastmtp.cache import realign  # noqa: E402
-from model.fastmtp.loader import (  # noqa: E402
-    DraftLoadError,
-    load_draft_state,
-    read_draft_tensors,
-    rename_layer_prefix,
-)
+from model.fastmtp.layout import DraftLoadError  # noqa: E402
+from model.fastmtp.loader import load_draft  # noqa: E402
 from model.fastmtp.tiny import TinyCausalLM  # noqa: E402
 
 PROPERTY = settings(
@@ -228,64 +224,131 @@ def test_realign_is_a_plain_crop_when_every_row_rejects_the_same():
     assert new.tolist() == [[False, True, True], [True, True, True]]
 
 
-def _jina_names(block: MTPDraftBlock) -> dict:
+def _layout_names(block: MTPDraftBlock, layout: str) -> dict:
+    """The block's tensors under a checkpoint layout's names (the final norm left out)."""
+    prefix = {"heads": "mtp_module.heads.0.", "flat": "mtp_module.", "v3": "model.layers.2."}[
+        layout
+    ]
     tensors = {}
     for name, t in block.state_dict().items():
-        if name.startswith("embed_tokens."):
-            tensors["mtp_embed_tokens." + name.removeprefix("embed_tokens.")] = t.clone()
+        if name == "norm.weight":
+            continue
+        if name == "embed_tokens.weight":
+            key = "mtp_embed_tokens.weight" if layout != "v3" else prefix + name
         elif name.startswith("block."):
-            tensors["mtp_module." + name.removeprefix("block.")] = t.clone()
-        elif name == "norm.weight":
-            tensors["mtp_module.shared_head.norm.weight"] = t.clone()
+            nest = "mtp_block." if layout == "heads" else ""
+            key = prefix + nest + name.removeprefix("block.")
         else:
-            tensors["mtp_module." + name] = t.clone()
-    tensors["mtp_module.shared_head.head.weight"] = torch.zeros(5, 16)
+            key = prefix + name
+        tensors[key] = t.clone()
     return tensors
 
 
-def test_the_loader_maps_jina_draft_tensors_onto_the_block(tmp_path):
-    safetensors = pytest.importorskip("safetensors.torch")
-    torch.manual_seed(0)
+def _loader_config(**mtp) -> dict:
     cfg = _config(0)
-    source = MTPDraftBlock(cfg, 5, own_embedding=True)
-    path = tmp_path / "model-00001-of-00001.safetensors"
-    safetensors.save_file({**_jina_names(source), "model.norm.weight": torch.ones(16)}, str(path))
-
-    tensors = read_draft_tensors(tmp_path)
-    target = MTPDraftBlock(cfg, 5, own_embedding=True)
-    report = load_draft_state(target, tensors)
-
-    assert "model.norm.weight" not in tensors
-    assert report.shared_skipped == ["mtp_module.shared_head.head.weight"]
-    for name, t in source.state_dict().items():
-        assert torch.equal(target.state_dict()[name], t), name
-
-
-def test_the_loader_takes_the_deepseek_v3_layer_layout():
-    cfg = _config(0)
-    source = MTPDraftBlock(cfg, 5, own_embedding=True)
-    deepseek = {
-        k.replace("mtp_module.", "model.layers.61.").replace(
-            "mtp_embed_tokens.", "model.layers.61.embed_tokens."
-        ): v
-        for k, v in _jina_names(source).items()
+    return {
+        **mtp,
+        "language_config": {
+            "hidden_size": cfg.hidden_size,
+            "num_attention_heads": cfg.num_heads,
+            "num_key_value_heads": cfg.num_kv_heads,
+            "intermediate_size": cfg.intermediate_size,
+            "num_hidden_layers": 2,
+            "vocab_size": 5,
+        },
     }
-    target = MTPDraftBlock(cfg, 5, own_embedding=True)
-    load_draft_state(target, rename_layer_prefix(deepseek, 61))
-    assert torch.equal(target.eh_proj.weight, source.eh_proj.weight)
 
 
-def test_the_loader_refuses_tensors_it_cannot_place_and_gaps_it_cannot_fill():
-    cfg = _config(0)
-    tensors = _jina_names(MTPDraftBlock(cfg, 5, own_embedding=True))
-    with pytest.raises(DraftLoadError, match="experts"):
-        load_draft_state(
-            MTPDraftBlock(cfg, 5, own_embedding=True),
-            {**tensors, "mtp_module.mlp.experts.0.up_proj.weight": torch.zeros(1)},
-        )
-    del tensors["mtp_module.eh_proj.weight"]
-    with pytest.raises(DraftLoadError, match="eh_proj"):
-        load_draft_state(MTPDraftBlock(cfg, 5, own_embedding=True), tensors)
+SHARED = {
+    "mtp_share_embedding_weights": True,
+    "mtp_share_norm": True,
+    "mtp_share_lm_head": True,
+    "mtp_num_speculative_steps": 3,
+}
+
+
+def _save(path, tensors: dict) -> None:
+    safetensors = pytest.importorskip("safetensors.torch")
+    path.mkdir(parents=True, exist_ok=True)
+    safetensors.save_file(tensors, str(path / "model-00001-of-00001.safetensors"))
+
+
+def test_the_loader_reads_the_published_layout_with_the_targets_final_norm(tmp_path):
+    torch.manual_seed(0)
+    source = MTPDraftBlock(_config(0), 5)
+    target_norm = torch.rand(16) + 0.5
+    # jina-ocr-v1 as published: heads.0, the layer under mtp_block, no shared_head.* at all.
+    _save(tmp_path, {**_layout_names(source, "heads"), "model.norm.weight": target_norm})
+
+    block, plan = load_draft(tmp_path, _loader_config(**SHARED))
+
+    assert plan.layout == "heads" and plan.head.speculative_steps == 3
+    assert torch.equal(block.norm.weight, target_norm)  # mtp_share_norm: the target's
+    for name, t in source.state_dict().items():
+        if name != "norm.weight":
+            assert torch.equal(block.state_dict()[name], t), name
+
+
+@pytest.mark.parametrize("layout", ["flat", "v3"])
+def test_the_loader_keeps_the_older_layouts_with_their_own_norm_and_embedding(tmp_path, layout):
+    torch.manual_seed(0)
+    source = MTPDraftBlock(_config(0), 5, own_embedding=True)
+    tensors = _layout_names(source, layout)
+    own_norm = (
+        "mtp_module.shared_head.norm.weight"
+        if layout == "flat"
+        else "model.layers.2.shared_head.norm.weight"
+    )
+    tensors[own_norm] = source.norm.weight.detach().clone()
+    _save(tmp_path, {**tensors, "model.norm.weight": torch.ones(16)})
+
+    block, plan = load_draft(tmp_path, _loader_config())  # no mtp_* keys: its own copies
+
+    assert plan.own_embedding and plan.own_norm and not plan.own_head
+    for name, t in source.state_dict().items():
+        assert torch.equal(block.state_dict()[name], t), name
+
+
+def test_shared_keys_decide_between_the_heads_copies_and_the_targets(tmp_path):
+    torch.manual_seed(0)
+    source = MTPDraftBlock(_config(0), 5, own_embedding=True, own_head=True)
+    tensors = _layout_names(source, "heads")
+    tensors["mtp_module.heads.0.shared_head.local_head.weight"] = tensors.pop(
+        "mtp_module.heads.0.head.weight"
+    )
+    tensors["mtp_module.heads.0.shared_head.norm.weight"] = torch.full((16,), 2.0)
+    _save(tmp_path, {**tensors, "model.norm.weight": torch.ones(16)})
+
+    # Shared: the head's copies are set aside (vLLM's _map_fast_mtp_weight_name skips them).
+    block, plan = load_draft(tmp_path, _loader_config(**SHARED))
+    assert not (plan.own_embedding or plan.own_head or plan.own_norm)
+    assert len(plan.ignored) == 3 and torch.equal(block.norm.weight, torch.ones(16))
+    # Not shared: the head's own, each one.
+    own = {k: False for k in SHARED if k.startswith("mtp_share")}
+    block, plan = load_draft(tmp_path, _loader_config(**own))
+    assert plan.own_embedding and plan.own_head and plan.own_norm
+    assert torch.equal(block.norm.weight, torch.full((16,), 2.0))
+    assert torch.equal(block.head.weight, source.head.weight)
+
+
+def test_the_loader_refuses_tensors_it_cannot_place_and_gaps_it_cannot_fill(tmp_path):
+    tensors = _layout_names(MTPDraftBlock(_config(0), 5), "heads")
+    tensors["model.norm.weight"] = torch.ones(16)
+    _save(
+        tmp_path / "moe",
+        {**tensors, "mtp_module.heads.0.mtp_block.mlp.experts.0.up_proj.weight": torch.zeros(1)},
+    )
+    with pytest.raises(DraftLoadError, match="an MoE block"):
+        load_draft(tmp_path / "moe", _loader_config(**SHARED))
+    del tensors["mtp_module.heads.0.eh_proj.weight"]
+    _save(tmp_path / "gap", tensors)
+    with pytest.raises(DraftLoadError, match="leaves unset: eh_proj.weight"):
+        load_draft(tmp_path / "gap", _loader_config(**SHARED))
+    narrow = _layout_names(MTPDraftBlock(_config(0), 5), "heads")
+    narrow["mtp_module.heads.0.mtp_block.mlp.up_proj.weight"] = torch.zeros(12, 16)
+    _save(tmp_path / "narrow", {**narrow, "model.norm.weight": torch.ones(16)})
+    with pytest.raises(DraftLoadError, match=r"up_proj.weight is \[12, 16\].*\[24, 16\]"):
+        load_draft(tmp_path / "narrow", _loader_config(**SHARED))
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
@@ -327,8 +390,8 @@ def test_each_recursive_draft_step_reads_the_previous_steps_post_norm_state():
     calls = []
     step = block.step
 
-    def spy(hidden, tokens, positions, mask, past=None):
-        g, kv = step(hidden, tokens, positions, mask, past)
+    def spy(hidden, tokens, positions, mask, past=None, embeds=None):
+        g, kv = step(hidden, tokens, positions, mask, past, embeds)
         calls.append((hidden, g))
         return g, kv
 

@@ -479,35 +479,30 @@ def test_the_web_process_never_draws_a_page_image_it_answers_202_until_a_worker_
     client.force_login(job.owner)
 
     started = time.monotonic()
-    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
-    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
+    image = client.get(f"/jobs/{job.pk}/pages/1/image")
     listed = api.get("/v1/jobs")
     elapsed = time.monotonic() - started
 
-    assert (image.status_code, full.status_code, listed.status_code) == (202, 202, 200)
+    assert (image.status_code, listed.status_code) == (202, 200)
     assert image["Retry-After"] and b"Not drawn yet" in image.content
     assert elapsed < API_LATENCY_SECONDS
 
 
 def test_a_page_image_is_served_as_the_worker_stored_it_and_a_failed_page_has_none(api, client):
-    from model.page_images import PageImages
+    from model.page_images import PageImage
     from webapp.jobs import services as job_services
 
     job = Job.objects.get(pk=post_jobs(api, documents.png_page(), "p.png").json()["id"])
     client.force_login(job.owner)
-    job_services.page_images_save(
-        job_id=job.pk, number=1, images=PageImages(panel=b"panel-jpeg", full=b"full-jpeg")
-    )
+    job_services.page_images_save(job_id=job.pk, number=1, image=PageImage(webp=b"page-webp"))
 
-    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
-    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
-    assert (image.status_code, image["Content-Type"]) == (200, "image/jpeg")
-    assert b"".join(image.streaming_content) == b"panel-jpeg"
-    assert b"".join(full.streaming_content) == b"full-jpeg"
+    image = client.get(f"/jobs/{job.pk}/pages/1/image")
+    assert (image.status_code, image["Content-Type"]) == (200, "image/webp")
+    assert b"".join(image.streaming_content) == b"page-webp"
 
     other = Job.objects.get(pk=post_jobs(api, hostile.fan_out_pdf(), "f.pdf").json()["id"])
     Page.objects.filter(job=other).update(status=Page.Status.FAILED, error="too complex")
-    assert client.get(f"/jobs/{other.pk}/pages/1.jpg").status_code == 404
+    assert client.get(f"/jobs/{other.pk}/pages/1/image").status_code == 404
 
 
 # --- long synchronous work on the web threads -----------------------------------------------
@@ -625,14 +620,12 @@ def test_a_finished_page_without_an_image_is_drawn_by_a_worker_on_request(api, c
     Page.objects.filter(job=job, number=1).update(status=Page.Status.SUCCEEDED)
     client.force_login(job.owner)
 
-    asked = client.get(f"/jobs/{job.pk}/pages/1.jpg")
+    asked = client.get(f"/jobs/{job.pk}/pages/1/image")
     assert asked.status_code == 202 and b"being drawn" in asked.content
 
     assert render_page_image(str(job.pk), 1) == "drawn"  # what the worker runs
-    image = client.get(f"/jobs/{job.pk}/pages/1.jpg")
-    full = client.get(f"/jobs/{job.pk}/pages/1.jpg?full=1")
+    image = client.get(f"/jobs/{job.pk}/pages/1/image")
 
-    assert (image.status_code, full.status_code) == (200, 200)
-    panel_jpeg, full_jpeg = (b"".join(r.streaming_content) for r in (image, full))
-    assert panel_jpeg.startswith(b"\xff\xd8") and full_jpeg.startswith(b"\xff\xd8")
-    assert len(full_jpeg) > len(panel_jpeg)
+    assert image.status_code == 200
+    webp = b"".join(image.streaming_content)
+    assert webp[:4] == b"RIFF" and webp[8:12] == b"WEBP"

@@ -188,7 +188,7 @@ def test_a_multi_page_job_cancelled_while_workers_run_ends_cancelled_with_its_pa
     job = wait_for_job(api, job_id)
     for _ in range(600):  # running pages may still land after the cancel
         job = api.get(f"/v1/jobs/{job_id}").json()
-        if not any(page["status"] == "running" for page in job["pages"]):
+        if not job["page_summary"]["running"]:
             break
         time.sleep(0.1)
 

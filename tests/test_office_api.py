@@ -148,15 +148,12 @@ def test_a_slide_is_shown_beside_its_text_as_drawn_by_libreoffice_in_the_worker(
     assert job["status"] == "succeeded"
     client.force_login(django_user_model.objects.get(username="alice"))
 
-    image = wait_for_image(client, f"/jobs/{job['id']}/pages/2.jpg")
-    full = wait_for_image(client, f"/jobs/{job['id']}/pages/2.jpg?full=1")
+    image = wait_for_image(client, f"/jobs/{job['id']}/pages/2/image")
     detail = client.get(f"/jobs/{job['id']}/")
 
     with Image.open(io.BytesIO(image)) as drawn:
         assert abs(drawn.width / drawn.height - 16 / 9) < 0.02  # the slide, not an A4 page
-    with Image.open(io.BytesIO(full)) as drawn_full:
-        assert drawn_full.width > drawn.width
-    assert f"/jobs/{job['id']}/pages/2.jpg" in detail.content.decode()
+    assert f"/jobs/{job['id']}/pages/2/image" in detail.content.decode()
     # The page's box is the slide as drawn (16:9 at 960 x 540 points), not the nominal A4
     # page a structured page is saved with; its one block covers it.
     blocks = api.get(f"/v1/jobs/{job['id']}/result?format=blocks").json()["pages"][1]
@@ -171,7 +168,7 @@ def wait_for_image(client, url: str, timeout: float = 120) -> bytes:
     deadline = time.monotonic() + timeout
     while (answer := client.get(url)).status_code == 202 and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert answer.status_code == 200 and answer["Content-Type"] == "image/jpeg", answer
+    assert answer.status_code == 200 and answer["Content-Type"] == "image/webp", answer
     return b"".join(answer.streaming_content)
 
 
@@ -196,7 +193,7 @@ def test_an_office_page_answered_from_the_cache_is_drawn_when_the_viewer_asks(
     again, _ = finished(api, deck, "deck.pptx")
     assert {page["method"] for page in again["pages"]} == {"cache"}  # no worker read them
     client.force_login(django_user_model.objects.get(username="alice"))
-    url = f"/jobs/{again['id']}/pages/2.jpg"
+    url = f"/jobs/{again['id']}/pages/2/image"
 
     assert client.get(url).status_code == 202  # asked for; a worker draws it
     with Image.open(io.BytesIO(wait_for_image(client, url))) as drawn:

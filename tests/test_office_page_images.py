@@ -14,8 +14,8 @@ from PIL import Image
 
 from model.engines.base import EngineOptions, PageInput
 from model.formats import renditions, structure, types
-from model.page_images import PANEL_LONG_SIDE
-from model.pipeline import office_page_images, transcribe_page
+from model.page_images import IMAGE_LONG_SIDE
+from model.pipeline import office_page_image, transcribe_page
 from tests import office
 
 NO_LIBREOFFICE = "LibreOffice is not installed (.ci/run installs it)"
@@ -45,10 +45,9 @@ def test_each_slide_is_drawn_as_its_own_page_at_the_slides_shape():
     assert [view.page for view in rendition.views] == [0, 1, 2]
     with pymupdf.open(stream=rendition.pdf, filetype="pdf") as pdf:
         assert "Second slide title" in pdf[1].get_text()
-    images = renditions.page_images(rendition, 2, timeout=60)
-    width, height = size(images.jpeg)
-    assert width == PANEL_LONG_SIDE and abs(width / height - 16 / 9) < 0.02
-    assert size(images.full_jpeg)[0] > width
+    image = renditions.page_image(rendition, 2, timeout=60)
+    width, height = size(image.webp)
+    assert width == IMAGE_LONG_SIDE and abs(width / height - 16 / 9) < 0.02
 
 
 def test_a_part_of_a_word_file_is_shown_on_the_printed_page_where_its_text_begins():
@@ -77,7 +76,7 @@ def test_a_long_sheet_cut_into_row_ranges_shows_each_range_as_a_band_of_its_shee
         renditions.View(0, 2 / 3, 1.0, sheet=True),
         renditions.View(1, sheet=True),
     )
-    whole_sheet = renditions.page_images(rendition, 4, timeout=60)
+    whole_sheet = renditions.page_image(rendition, 4, timeout=60)
     assert whole_sheet.size[0] > whole_sheet.size[1]  # one short row: drawn as it is
 
 
@@ -95,14 +94,14 @@ def test_a_narrow_sheets_row_ranges_are_drawn_in_strips_at_a_readable_size():
             text = pdf[0].get_text()
         rows_seen += re.findall(r"\d{4}-\d\d-\d\d", text)
         assert text.count("Product") == 3  # three strips, each headed by the sheet's first row
-        images = renditions.page_images(rendition, number, timeout=60)
-        width, height = size(images.jpeg)
+        image = renditions.page_image(rendition, number, timeout=60)
+        width, height = size(image.webp)
         # About square (it was 141 x 1400), and as the view's points are.
-        assert height == PANEL_LONG_SIDE and 1 <= height / width <= renditions.MAX_SHEET_ASPECT
+        assert height == IMAGE_LONG_SIDE and 1 <= height / width <= renditions.MAX_SHEET_ASPECT
         assert abs(width / height - points[0] / points[1]) < 0.01
-        # A point is at least 1.33 px on the panel (96 dpi; it was 0.47): the sheet's
-        # 15-point rows are 20 px high.
-        assert height / points[1] > 1.33
+        # A point is at least 1.33 px in the fitted view (96 dpi; it was 0.47), where the
+        # image is shown at most 1400 px high: the sheet's 15-point rows are 20 px high.
+        assert 1400 / points[1] > 1.33
     # Each row of the sheet in exactly one range: the ranges' edges fall between rows.
     assert len(rows_seen) == len(set(rows_seen)) == 600
 
@@ -111,10 +110,10 @@ def test_the_pipeline_draws_an_office_page_at_its_own_shape():
     deck = office.corpus("pptx/sources/powerpoint_sample.pptx")
     page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=3)
 
-    images = office_page_images(page, EngineOptions())
+    image = office_page_image(page, EngineOptions())
 
-    assert images.size == pytest.approx((960, 540), abs=0.1)  # the slide, not A4
-    width, height = size(images.jpeg)
+    assert image.size == pytest.approx((960, 540), abs=0.1)  # the slide, not A4
+    width, height = size(image.webp)
     assert abs(width / height - 16 / 9) < 0.02
 
 
@@ -125,4 +124,4 @@ def test_without_libreoffice_the_page_keeps_its_text_and_has_no_image(monkeypatc
     page = PageInput(data=deck, mime_type=types.PPTX.mime_type, page_number=1)
 
     assert transcribe_page(None, page, EngineOptions()).markdown
-    assert office_page_images(page, EngineOptions()) is None
+    assert office_page_image(page, EngineOptions()) is None

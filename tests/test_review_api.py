@@ -60,12 +60,14 @@ def test_pages_carry_a_score_and_the_api_lists_them_most_doubtful_first(api, wor
     assert third["quality"]["reasons"][0].startswith("plausibility:")
     assert job["review"] == {"pages_needing_review": 2, "pages": [2, 3]}
 
-    by_score = api.get(f"/v1/jobs/{job['id']}", {"sort": "review"}).json()["pages"]
-    assert [page["number"] for page in by_score] == [2, 3, 1]
-    flagged = api.get(f"/v1/jobs/{job['id']}", {"needs_review": "true"}).json()["pages"]
-    assert [page["number"] for page in flagged] == [2, 3]
-    fine = api.get(f"/v1/jobs/{job['id']}", {"needs_review": "false"}).json()["pages"]
-    assert [page["number"] for page in fine] == [1]
+    for listing in (f"/v1/jobs/{job['id']}/pages", f"/v1/jobs/{job['id']}?include=pages"):
+        by_score = api.get(listing, {"sort": "review"}).json()
+        flagged = api.get(listing, {"needs_review": "true"}).json()
+        fine = api.get(listing, {"needs_review": "false"}).json()
+        key = "results" if "results" in by_score else "pages"
+        assert [page["number"] for page in by_score[key]] == [2, 3, 1]
+        assert [page["number"] for page in flagged[key]] == [2, 3]
+        assert [page["number"] for page in fine[key]] == [1]
 
 
 @pytest.mark.slow
@@ -81,7 +83,7 @@ def test_the_threshold_decides_and_a_cache_hit_keeps_the_quality_report(api, wor
     # did not need review at its own threshold is cached), and judged again.
     strict = submit(api, data, "garble.pdf")
     assert strict["status"] == "succeeded", strict
-    detail = api.get(f"/v1/jobs/{strict['id']}").json()
+    detail = api.get(f"/v1/jobs/{strict['id']}", {"include": "pages"}).json()
     hit = detail["pages"][0]
     assert hit["method"] == "cache"
     assert hit["review_score"] == page["review_score"]

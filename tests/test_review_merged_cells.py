@@ -11,7 +11,7 @@ import pymupdf
 import pytest
 
 from model.engines.base import PageInput, PageResult
-from model.quality import signals
+from model.quality import facts, signals
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 GOOGLE_DOC = CORPUS / "pdf-samples" / "011-google-doc-document" / "google-doc-document.pdf"
@@ -107,7 +107,7 @@ def test_a_table_finder_that_fails_leaves_the_page_its_other_signals(monkeypatch
     def broken(_page):
         raise ValueError("a drawing the table finder cannot take")
 
-    monkeypatch.setattr(signals, "page_grids", broken)
+    monkeypatch.setattr(facts, "page_grids", broken)
     quality = report(ruled_table(merged=True), pipe("|Rainfall|Both 40 mm||"))
     assert signal(quality, "merged_cells") is None  # not judged
     assert signal(quality, "text_layer") is not None  # the page was still measured

@@ -11,8 +11,9 @@ import pymupdf
 import pytest
 
 from model.engines.base import PageInput, PageResult
-from model.quality import content_signals, signals
+from model.quality import content_signals, form_signals, signals
 from model.quality.page_lines import Line, columns, pdf_lines, reading_order
+from model.quality.parsed import parse_page
 from model.quality.review import Signal, needs_review, review_score, verdict
 from model.quality.tables import markdown_tables
 
@@ -49,8 +50,8 @@ def page_text(pdf: Path, page: int) -> str:
 
 
 def test_prose_is_plausible_and_garbled_ocr_is_not():
-    good = content_signals.plausibility_signal(PROSE)
-    bad = content_signals.plausibility_signal(GARBLE)
+    good = content_signals.plausibility_signal(parse_page(PROSE))
+    bad = content_signals.plausibility_signal(parse_page(GARBLE))
     assert good is not None and good.ok, good
     assert bad is not None and not bad.ok
     assert "english" in bad.detail.lower() or "en words" in bad.detail
@@ -62,25 +63,25 @@ def test_plausibility_judges_arabic_by_its_own_word_list():
         "تعتبر البرمجة من الأدوات القوية التي يمكن أن تعزز الإنتاجية وتساعد في إيجاد حلول "
         "فعالة للمشكلات يمتلك كل من المحللين والعلماء ميزات فريدة تجعلها مثالية لتحليل البيانات"
     )
-    signal = content_signals.plausibility_signal(arabic)
+    signal = content_signals.plausibility_signal(parse_page(arabic))
     assert signal is not None and signal.ok, signal
 
 
 def test_too_few_words_are_not_judged():
-    assert content_signals.plausibility_signal("Tbc rivcr") is None
+    assert content_signals.plausibility_signal(parse_page("Tbc rivcr")) is None
 
 
 def test_runs_of_letter_fragments_fire_and_short_words_in_prose_do_not():
-    assert content_signals.fragment_signal(PROSE + " It is as it was, so go on.").ok
-    bad = content_signals.fragment_signal(PROSE + " e e  e se e  s  s  o  e e " + PROSE)
+    assert content_signals.fragment_signal(parse_page(PROSE + " It is as it was, so go on.")).ok
+    bad = content_signals.fragment_signal(parse_page(PROSE + " e e  e se e  s  s  o  e e " + PROSE))
     assert not bad.ok and "e e e se e s" in bad.detail
     # Table cells of one letter are separated by pipes: not a run.
-    assert content_signals.fragment_signal("| a | b | c | d | e | f | g |").ok
+    assert content_signals.fragment_signal(parse_page("| a | b | c | d | e | f | g |")).ok
 
 
 def test_unreadable_characters_fire():
-    assert content_signals.unreadable_signal(PROSE).ok
-    bad = content_signals.unreadable_signal("habibi \ufffd\ufffd\ufffd")
+    assert content_signals.unreadable_signal(parse_page(PROSE)).ok
+    bad = content_signals.unreadable_signal(parse_page("habibi \ufffd\ufffd\ufffd"))
     assert not bad.ok and bad.value == 3
 
 
@@ -116,12 +117,12 @@ def test_two_columns_read_in_order_pass_and_read_across_fail():
     order = reading_order(lines, width)
     assert order is not None, "the page is in two columns"
     in_order = "\n".join(line.text for line in order)
-    good = content_signals.order_signal(in_order, lines, width)
+    good = content_signals.order_signal(parse_page(in_order), lines, width)
     assert good is not None and good.ok, good
     # Line by line across the gutter, as a scan read without layout analysis comes out.
     left, right = columns([ln for ln in lines if ln.y0 > 240], width)
     across = "\n".join(f"{a.text} {b.text}" for a, b in zip(left, right, strict=False))
-    bad = content_signals.order_signal(across, lines, width)
+    bad = content_signals.order_signal(parse_page(across), lines, width)
     assert bad is not None and not bad.ok, bad
     assert "out of order" in bad.detail and bad.value < 0.9
 
@@ -141,17 +142,17 @@ def test_a_sidebar_beside_the_text_is_a_column_though_the_gutter_is_off_the_midd
     split = columns(lines, 1000)
     assert split is not None and split[0] == side and split[1] == text
     in_order = "\n".join(line.text for line in side + text)
-    assert content_signals.order_signal(in_order, lines, 1000).ok
+    assert content_signals.order_signal(parse_page(in_order), lines, 1000).ok
     # Each sidebar line joined to the text line beside it, as the misread page came out.
     across = "\n".join(f"{t.text} {s.text}" for t, s in zip(text, side, strict=False))
     across += "\n" + "\n".join(t.text for t in text[len(side) :])
-    bad = content_signals.order_signal(across, lines, 1000)
+    bad = content_signals.order_signal(parse_page(across), lines, 1000)
     assert bad is not None and not bad.ok, bad
 
 
 def test_single_column_pages_have_no_order_signal():
     lines = [Line(50, 50 + 14 * i, 550, 62 + 14 * i, f"line {i} of the page") for i in range(30)]
-    assert content_signals.order_signal("anything", lines, 600) is None
+    assert content_signals.order_signal(parse_page("anything"), lines, 600) is None
 
 
 # --- the OCR's lines ----------------------------------------------------------------------------
@@ -200,10 +201,10 @@ def test_the_score_combines_failing_signals_and_the_threshold_decides():
 
 
 def test_markup_shown_as_text_fires_and_breaks_inside_tables_do_not():
-    assert content_signals.markup_signal(PROSE + "\n\n| a<br>b | c |\n|---|---|\n").ok
-    assert content_signals.markup_signal("<table><tr><td>a<br>b</td></tr></table>").ok
+    assert content_signals.markup_signal(parse_page(PROSE + "\n\n| a<br>b | c |\n|---|---|\n")).ok
+    assert content_signals.markup_signal(parse_page("<table><tr><td>a<br>b</td></tr></table>")).ok
     for bad in ("<!-- Start of picture text -->", "<mark>" + PROSE + "</mark>", "a<br>b"):
-        assert not content_signals.markup_signal(PROSE + "\n\n" + bad).ok, bad
+        assert not content_signals.markup_signal(parse_page(PROSE + "\n\n" + bad)).ok, bad
 
 
 def test_a_table_of_contents_set_as_a_table_fires_and_a_data_table_does_not():
@@ -211,17 +212,17 @@ def test_a_table_of_contents_set_as_a_table_fires_and_a_data_table_does_not():
     leaders += "|Preface . . . . . . . xi|\n"
     numbered = "# Contents\n\n|1|Foo|2|\n|---|---|---|\n|2|Bar|2|\n|3|Baz|3|\n"
     data = "# Results\n\n|Station|Flow|\n|---|---|\n|Old Mill|41|\n|Weir|18|\n|Quarry|7|\n"
-    assert not content_signals.contents_table_signal(leaders).ok
-    assert not content_signals.contents_table_signal(numbered).ok
-    assert content_signals.contents_table_signal(data).ok
+    assert not content_signals.contents_table_signal(parse_page(leaders)).ok
+    assert not content_signals.contents_table_signal(parse_page(numbered)).ok
+    assert content_signals.contents_table_signal(parse_page(data)).ok
 
 
 def test_arabic_read_in_visual_order_fires():
     good = "تحسين الإنتاجية وحل المشكلات من خلال البرمجة"
     bad = "تحسين اإلنتاجية وحل المشكالت من خالل البرمجة واألدوات اإلحصائية"
-    assert content_signals.right_to_left_signal(good).ok
-    assert not content_signals.right_to_left_signal(bad).ok
-    assert content_signals.right_to_left_signal(PROSE) is None
+    assert content_signals.right_to_left_signal(parse_page(good)).ok
+    assert not content_signals.right_to_left_signal(parse_page(bad)).ok
+    assert content_signals.right_to_left_signal(parse_page(PROSE)) is None
 
 
 def test_bullets_set_in_a_symbol_font_are_no_formula():
@@ -242,7 +243,7 @@ def test_lines_inside_a_table_of_the_output_are_left_to_the_table_tests():
     ]
     rows = "\n".join(f"| {a.text} | {b.text} |" for a, b in zip(left, right, strict=True))
     table = "| a | b |\n|---|---|\n" + rows + "\n"
-    assert content_signals.order_signal(table, left + right, 600) is None
+    assert content_signals.order_signal(parse_page(table), left + right, 600) is None
 
 
 # --- apostrophes, formulas as OCR text, pages read upside down ----------------------------------
@@ -257,10 +258,10 @@ NO_APOSTROPHES = (
 
 
 def test_contractions_without_their_apostrophe_fire_and_words_that_look_alike_do_not():
-    lost = content_signals.apostrophe_signal(NO_APOSTROPHES)
+    lost = content_signals.apostrophe_signal(parse_page(NO_APOSTROPHES))
     assert lost is not None and not lost.ok, lost
     assert "Heres" in lost.detail and lost.value == 4
-    kept = content_signals.apostrophe_signal(NO_APOSTROPHES.replace("es to", "e's to"))
+    kept = content_signals.apostrophe_signal(parse_page(NO_APOSTROPHES.replace("es to", "e's to")))
     assert kept is not None and not kept.ok  # three are still lost
     restored = (
         NO_APOSTROPHES.replace("Heres", "Here's")
@@ -268,16 +269,18 @@ def test_contractions_without_their_apostrophe_fire_and_words_that_look_alike_do
         .replace("cant", "can't")
         .replace("thats", "that's")
     )
-    assert content_signals.apostrophe_signal(restored).ok
+    assert content_signals.apostrophe_signal(parse_page(restored)).ok
     # "well", "were", "its", "lets", "ill", "shell": words in their own right.
     words = PROSE + " It went well and its lets were ill, as the shell showed. " * 2
-    assert content_signals.apostrophe_signal(words).ok
-    assert content_signals.apostrophe_signal("Heres cant") is None  # too few words to judge
+    assert content_signals.apostrophe_signal(parse_page(words)).ok
+    assert (
+        content_signals.apostrophe_signal(parse_page("Heres cant")) is None
+    )  # too few words to judge
 
 
 def test_a_formula_read_as_plain_text_on_a_scan_fires():
     page = f"{PROSE}\n\na2+8=12\n\n{PROSE}"
-    signal = content_signals.formula_text_signal(page, [])
+    signal = content_signals.formula_text_signal(parse_page(page), [])
     assert signal is not None and not signal.ok and "a2+8=12" in signal.detail
     # Code, LaTeX, tables and prose with a relation in it are no formula left as text.
     for fine in (
@@ -288,10 +291,10 @@ def test_a_formula_read_as_plain_text_on_a_scan_fires():
         "Table 1: the flow = 41 m3/s",
         "```\ni = 0\n```",
     ):
-        assert content_signals.formula_text_signal(f"{PROSE}\n\n{fine}", []).ok, fine
+        assert content_signals.formula_text_signal(parse_page(f"{PROSE}\n\n{fine}"), []).ok, fine
     # A page with a text layer is judged by its formula lines (formula_signal) instead.
     line = Line(0, 0, 100, 10, "a2 + 8 = 12", formula=True)
-    assert content_signals.formula_text_signal(page, [line]) is None
+    assert content_signals.formula_text_signal(parse_page(page), [line]) is None
 
 
 def _paragraphs(width: float = 1000.0) -> list[Line]:
@@ -345,11 +348,11 @@ def test_a_pipe_table_whose_rows_end_in_empty_cells_is_rectangular():
         "|Visual Explain within Run SQL scripts|X||X|X|\n"
         "||X|||X|\n"
     )
-    assert signals.table_signal(table).ok
+    assert form_signals.table_signal(parse_page(table)).ok
     rows = markdown_tables(table)[0].rows
     assert [len(row) for row in rows] == [5, 5, 5, 5]
     assert rows[3][:2] == ["", "X"]  # a leading empty cell keeps the columns in place
-    assert not signals.table_signal(table + "|one|two|\n").ok
+    assert not form_signals.table_signal(parse_page(table + "|one|two|\n")).ok
 
 
 def test_arabic_words_run_together_where_lines_were_joined_out_of_order_fire():
@@ -362,6 +365,6 @@ def test_arabic_words_run_together_where_lines_were_joined_out_of_order_fire():
         "من الأدوات القوية التي يمكن أن تعزز الإنتاجية وتساعد في إيجاد حلول فعالةتعتبر "
         "البرمجة بلغة R وPython للمشكلات، وحلول مبتكرةفي النهاية."
     )
-    assert content_signals.right_to_left_signal(good).ok
-    signal = content_signals.right_to_left_signal(glued)
+    assert content_signals.right_to_left_signal(parse_page(good)).ok
+    signal = content_signals.right_to_left_signal(parse_page(glued))
     assert signal is not None and not signal.ok and "2 words run together" in signal.detail

@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+import pymupdf
 import pytest
 
 from folio_client import (
@@ -224,6 +225,45 @@ def test_a_url_is_submitted_with_the_options_of_an_upload(live_server, key):
     )
     assert "speaker_notes" not in options[plain.id] and "comments" not in options[plain.id]
     assert options[asked.id]["speaker_notes"] is True and options[asked.id]["comments"] is True
+
+
+@with_server
+def test_a_jobs_pages_come_in_its_summary_on_request_and_a_page_at_a_time(
+    live_server, key, tmp_path
+):
+    import asyncio
+
+    from django.utils import timezone
+
+    from webapp.jobs.models import Page
+
+    pdf = pymupdf.open()
+    for number in range(1, 602):
+        pdf.new_page().insert_text((72, 72), f"Page {number}")
+    source = tmp_path / "long.pdf"
+    source.write_bytes(pdf.tobytes())
+    with Client(live_server.url, key, retry=FAST) as folio:
+        job = folio.submit(source)
+        Page.objects.filter(job_id=job.id, number__in=[7, 300]).update(
+            status=Page.Status.FAILED, error="unreadable", finished_at=timezone.now()
+        )
+        status = folio.job(job.id)
+        detailed = folio.job(job.id, pages=True)
+        listed = list(folio.iter_pages(job.id))
+        failed = list(folio.iter_pages(job.id, status="failed"))
+        reason = folio.with_failed_pages(status).failure_reason()
+
+    async def pages_async() -> list[int]:
+        async with AsyncClient(live_server.url, key, retry=FAST) as folio:
+            return [page.number async for page in folio.iter_pages(job.id, status="failed")]
+
+    assert status.pages is None and status.page_summary["total"] == 601
+    assert status.page_summary["failed"] == 2 and status.page_summary["queued"] == 599
+    assert len(detailed.pages or []) == 601
+    assert [page.number for page in listed] == list(range(1, 602))  # two requests of 500
+    assert [page.number for page in failed] == [7, 300]
+    assert asyncio.run(pages_async()) == [7, 300]
+    assert reason == "page 7: unreadable; page 300: unreadable"
 
 
 class ReadRecorder:

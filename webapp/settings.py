@@ -233,6 +233,10 @@ FOLIO_NORMALIZE = env_str("FOLIO_NORMALIZE", "none")
 # A page needs review when its review score (0-1, model.quality.review) reaches this; a request
 # may set its own (`review_threshold`). docs/QUALITY.md gives recall and false flags per value.
 FOLIO_REVIEW_THRESHOLD = env_float("FOLIO_REVIEW_THRESHOLD", 0.5, minimum=0.0)
+# An `auto` job's page goes to a VLM engine when its local reading's review score reaches this
+# (model.engines.auto): lower sends more pages to the GPU. docs/QUALITY.md draws the curve of
+# quality against the share of pages sent.
+FOLIO_AUTO_THRESHOLD = env_float("FOLIO_AUTO_THRESHOLD", 0.5, minimum=0.01)
 # Counters shared by every web process (rate limits) live in the broker's Redis.
 CACHES = {
     "default": {

@@ -10,6 +10,7 @@ from webapp.jobs.api import (
     JobDetailView,
     JobFigureView,
     JobListCreateView,
+    JobPagesView,
     JobResultView,
 )
 from webapp.reader.chat import ChatCompletionsView, ModelsView
@@ -26,6 +27,7 @@ urlpatterns = [
     path("v1/jobs", JobListCreateView.as_view(), name="job-list"),
     path("v1/jobs/<uuid:job_id>", JobDetailView.as_view(), name="job-detail"),
     path("v1/jobs/<uuid:job_id>/result", JobResultView.as_view(), name="job-result"),
+    path("v1/jobs/<uuid:job_id>/pages", JobPagesView.as_view(), name="job-pages"),
     path("v1/jobs/<uuid:job_id>/cancel", JobCancelView.as_view(), name="job-cancel"),
     path("v1/jobs/<uuid:job_id>/figures/<str:name>", JobFigureView.as_view(), name="job-figure"),
     path(

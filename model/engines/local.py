@@ -25,6 +25,7 @@ import pymupdf
 from PIL import Image
 
 from model.documents import MUPDF_LOCK, PDF, DocumentError
+from model.engines import reading_agreement as agreement
 from model.engines.base import EngineError, EngineOptions, PageInput, PageResult
 from model.engines.line_reread import reread_doubtful
 from model.engines.local_config import LocalConfig
@@ -84,6 +85,11 @@ class OcrReading:
     stretches: list[list[Any]] | None
     # What Tesseract read of the lines the bundled models could not (``tesseract_lines``).
     script: ScriptReading = ScriptReading()
+    # Some lines read a second time, and how alike the two readings are
+    # (``model.engines.reading_agreement``); None where no line could be compared.
+    agreement: dict[str, Any] | None = None
+    # Measurements for the review signals that failed on this page.
+    skipped: tuple[str, ...] = ()
 
 
 class LocalEngine:
@@ -130,6 +136,8 @@ class LocalEngine:
         layer_image: Image.Image | None = None  # the picture under someone else's OCR layer
         markdown, layout = "", None
         notes: list[str] = []
+        drawn: list[Any] | None = []  # the layer's lines as drawn, for the agreement signal
+        drawing_seconds = 0.0
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
@@ -145,6 +153,9 @@ class LocalEngine:
                         markdown = drop_lines(markdown, running)
                     if is_ocr_layer(doc[0], image_coverage(doc[0])):
                         layer_image = pdf_page_image(doc[0])
+                    drawing = time.perf_counter()
+                    drawn = agreement.safely(agreement.text_layer_lines, doc[0])
+                    drawing_seconds = time.perf_counter() - drawing
             finally:
                 doc.close()
         done = time.perf_counter()
@@ -154,6 +165,14 @@ class LocalEngine:
         result = _result(markdown, "text-layer", opened - started, done - opened)
         result.layout = layout
         result.extra["extraction_notes"] = notes
+        # The layer's lines read from the page's drawing: the ``agreement`` review signal.
+        with self._ocr_lock:
+            found, skipped = agreement.second_reading(
+                drawn, self._recognizer(), drawing_seconds=drawing_seconds
+            )
+        result.extra["agreement"] = found
+        if skipped:
+            result.extra["skipped_steps"] = list(skipped)
         if layer_image is None:
             return result
         # Someone else's OCR under the text: the page is read by our own OCR too, and the
@@ -230,6 +249,9 @@ class LocalEngine:
             result.extra["unread_stretches"] = reading.stretches
         if reading.confidence is not None:
             result.extra["ocr_confidence"] = reading.confidence
+        result.extra["agreement"] = reading.agreement
+        if reading.skipped:
+            result.extra["skipped_steps"] = list(reading.skipped)
         if reading.lines:
             # The quality signals read the lines: confidence line by line, column order.
             result.extra["ocr_lines"] = reading.lines
@@ -290,6 +312,11 @@ class LocalEngine:
             if script.rotation is not None:
                 rotation = script.rotation
             unread = output.unread
+            # A second reading of some lines, from another rendering of their ink.
+            second = agreement.safely(
+                agreement.second_pass_lines, output.word_results, pixels, rotation
+            )
+            found, skipped = agreement.second_reading(second, self._recognizer())
         height, width = pixels.shape[:2]
         upright = [unrotate(box, rotation, width, height) for box in boxes]
         upright_width = height if rotation in (90, 270) else width
@@ -332,8 +359,18 @@ class LocalEngine:
         except Exception:  # a measurement for the review flag must not fail the page's reading
             logger.warning("unread stretches not measured", exc_info=True)
             stretches = None
+            skipped += ("unread stretches",)
         return OcrReading(
-            markdown, rotation, mean_confidence(output), layout, lines, unread, stretches, script
+            markdown,
+            rotation,
+            mean_confidence(output),
+            layout,
+            lines,
+            unread,
+            stretches,
+            script=script,
+            agreement=found,
+            skipped=skipped,
         )
 
     def _engines(self) -> tuple[Any, Any]:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
+from model.engines.auto import AUTO
+
 if TYPE_CHECKING:
     from model.engines.base import Engine
 
@@ -147,6 +149,12 @@ class UnknownEngine(KeyError):
 
 def engine_names() -> list[str]:
     return sorted(engine_paths())
+
+
+def job_engine_names() -> list[str]:
+    """What a job may ask for: every engine, and ``auto`` (``local`` first, a VLM engine for
+    the pages it reads badly: ``model.engines.auto``)."""
+    return sorted([*engine_paths(), AUTO])
 
 
 def engine_spec(name: str) -> EngineSpec:

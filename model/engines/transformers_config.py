@@ -23,7 +23,9 @@ class TransformersConfig:
     model_dir: Path
     device: str = ""  # "" = cuda when available, else cpu
     dtype: str = ""  # "" = bfloat16 on a GPU, float32 on a CPU
-    fastmtp_k: int = DEFAULT_K  # drafts per verifier pass; 0 turns FastMTP off
+    # Drafts per verifier pass; 0 turns FastMTP off. None (unset): the checkpoint's
+    # ``mtp_num_speculative_steps``, else DEFAULT_K.
+    fastmtp_k: int | None = None
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     # Run the checkpoint's own Python (config.json's auto_map), as DeepSeek-OCR's public
     # loading does (trust_remote_code=True); off unless the operator has read that code.
@@ -46,8 +48,8 @@ class TransformersConfig:
             ),
             device=env_str("FOLIO_TRANSFORMERS_DEVICE", environ=environ).strip(),
             dtype=env_choice("FOLIO_TRANSFORMERS_DTYPE", "", ("", *DTYPES), environ=environ),
-            fastmtp_k=env_int(
-                "FOLIO_TRANSFORMERS_FASTMTP_K", DEFAULT_K, minimum=0, environ=environ
+            fastmtp_k=_unset_is_none(
+                env_int("FOLIO_TRANSFORMERS_FASTMTP_K", -1, minimum=0, environ=environ)
             ),
             max_new_tokens=env_int(
                 "FOLIO_TRANSFORMERS_MAX_NEW_TOKENS",
@@ -59,3 +61,7 @@ class TransformersConfig:
                 "FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", False, environ=environ
             ),
         )
+
+
+def _unset_is_none(value: int) -> int | None:
+    return None if value < 0 else value

@@ -2,10 +2,11 @@
 
 An alternative to vLLM for a GPU host without it (or a CPU, slowly): the checkpoint is read
 from a local directory (``FOLIO_TRANSFORMERS_MODEL_DIR``, never downloaded at run time) and
-decoded greedily. When the checkpoint carries a FastMTP head (``mtp_module.*`` /
-``mtp_embed_tokens.*``, which the published Transformers path ignores) the engine decodes
-with ``model.fastmtp.speculative_decode``, whose tokens equal plain greedy decoding's; without
-one it decodes plainly. ``PageResult.extra`` says which, with the FastMTP counters.
+decoded greedily. When the checkpoint carries a FastMTP head (jina-ocr-v1's
+``mtp_module.heads.0.*``, which the published Transformers path ignores; the layouts and the
+``mtp_*`` keys are ``model.fastmtp.layout``'s) the engine decodes with
+``model.fastmtp.speculative_decode``, whose tokens equal plain greedy decoding's; without one it
+decodes plainly. ``PageResult.extra`` says which, with the FastMTP counters.
 
 Two conventions for the page image, chosen by the checkpoint:
 
@@ -24,13 +25,15 @@ Two conventions for the page image, chosen by the checkpoint:
 Configuration (environment): ``FOLIO_TRANSFORMERS_MODEL_DIR`` (required),
 ``FOLIO_TRANSFORMERS_DEVICE`` (default ``cuda`` when available, else ``cpu``),
 ``FOLIO_TRANSFORMERS_DTYPE`` (default bfloat16 on a GPU, float32 on a CPU),
-``FOLIO_TRANSFORMERS_FASTMTP_K`` (drafts per verifier pass, default 3; 0 turns FastMTP off),
+``FOLIO_TRANSFORMERS_FASTMTP_K`` (drafts per verifier pass; unset, the checkpoint's
+``mtp_num_speculative_steps``, else 3; 0 turns FastMTP off),
 ``FOLIO_TRANSFORMERS_MAX_NEW_TOKENS`` (default 4096), ``FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE``
 (default off).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -54,7 +57,7 @@ from model.engines.deepseek_ocr_hf import (
     page_inputs,
     remote_code_class,
 )
-from model.engines.transformers_config import TransformersConfig
+from model.engines.transformers_config import DEFAULT_K, TransformersConfig
 from model.fastmtp import (
     CausalLMAdapter,
     MTPDraftBlock,
@@ -62,14 +65,8 @@ from model.fastmtp import (
     greedy_decode,
     speculative_decode,
 )
-from model.fastmtp.loader import (
-    DraftLoadError,
-    draft_config_from_tensors,
-    has_draft_tensors,
-    load_draft_state,
-    read_draft_tensors,
-    rename_layer_prefix,
-)
+from model.fastmtp.layout import DraftLoadError, DraftPlan
+from model.fastmtp.loader import load_draft
 from model.pages import PageSelectionError
 from model.postprocess import figure_reports, vlm_markdown
 from model.rendering import open_page_image
@@ -193,8 +190,6 @@ class TransformersEngine:
         name = self._device_name or config.device
         device = torch.device(name or ("cuda" if torch.cuda.is_available() else "cpu"))
         dtype = self._dtype or _dtype_for(config.dtype, device)
-        if self._k is None:
-            self._k = config.fastmtp_k
         if self._max_new_tokens is None:
             self._max_new_tokens = config.max_new_tokens
         started = time.perf_counter()
@@ -206,10 +201,15 @@ class TransformersEngine:
         if checkpoint.convention == "deepseek-ocr":
             verifier = ImageVerifier(checkpoint.model)
         adapter = CausalLMAdapter(verifier)
+        k = self._k if self._k is not None else config.fastmtp_k
         draft = None
-        text = _text_config(checkpoint.model)
-        if self._k > 0 and has_draft(model_dir, getattr(text, "num_hidden_layers", None)):
-            draft = _load_draft(model_dir, checkpoint.model, adapter, device, dtype)
+        if k is None or k > 0:
+            loaded = _load_draft(model_dir, checkpoint.model, adapter, device, dtype)
+            if loaded is not None:
+                draft, plan = loaded
+                if k is None:  # the checkpoint's own K (mtp_num_speculative_steps)
+                    k = plan.head.speculative_steps or DEFAULT_K
+        self._k = k if k is not None else DEFAULT_K
         self._model_dir = model_dir
         self._checkpoint, self._adapter, self._draft = checkpoint, adapter, draft
         logger.info(
@@ -361,52 +361,37 @@ def _load_draft(
     adapter: CausalLMAdapter,
     device: torch.device,
     dtype: torch.dtype,
-) -> MTPDraftBlock:
-    text = _text_config(model)
-    heads = text.num_attention_heads
-    parameters = dict(getattr(text, "rope_parameters", None) or {})
-    rope = getattr(text, "rope_theta", None)
-    if rope is None:  # Transformers 5 keeps it with the other rope parameters
-        rope = parameters.get("rope_theta", 10000.0)
-    # Transformers 4 names the scaling rope_scaling; 5 folds it into rope_parameters.
-    scaling = getattr(text, "rope_scaling", None) or parameters or None
-    layers = getattr(text, "num_hidden_layers", None)
-    tensors = draft_tensors(model_dir, layers)
+) -> tuple[MTPDraftBlock, DraftPlan] | None:
+    """The checkpoint's FastMTP head through Folio's one mapping (``model.fastmtp.layout``: the
+    published ``mtp_module.heads.0.*``, ``mtp_module.*`` or DeepSeek-V3's layer), or None."""
     try:
-        cfg, vocab, own = draft_config_from_tensors(
-            tensors,
-            num_heads=heads,
-            num_kv_heads=getattr(text, "num_key_value_heads", None) or heads,
-            rope_theta=float(rope),
-            rms_eps=float(getattr(text, "rms_norm_eps", 1e-6)),
-            rope_scaling=scaling,
-        )
-        block = MTPDraftBlock(cfg, vocab or text.vocab_size, own_embedding=own)
-        load_draft_state(block, tensors)
+        loaded = load_draft(model_dir, checkpoint_config(model_dir, model))
     except (DraftLoadError, KeyError) as exc:
         raise EngineError(f"the checkpoint's FastMTP head does not load: {exc}") from exc
-    return block.to(device, dtype).eval().share(adapter.embedding, adapter.head)
+    if loaded is None:
+        return None
+    block, plan = loaded
+    return block.to(device, dtype).eval().share(adapter.embedding, adapter.head), plan
+
+
+def checkpoint_config(model_dir: Path, model: Any) -> dict[str, Any]:
+    """The folder's ``config.json`` (where jina-ocr-v1 keeps its ``mtp_*`` keys, at the top
+    level), with the decoder's section as the loaded model reads it."""
+    try:
+        config: dict[str, Any] = json.loads((model_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    text = _text_config(model)
+    loaded = text.to_dict() if hasattr(text, "to_dict") else dict(vars(text))
+    section = "language_config" if "language_config" in config else "text_config"
+    config[section] = {**(config.get(section) or {}), **loaded}
+    return config
 
 
 def _text_config(model: Any) -> Any:
     config = model.config
     text = config.get_text_config() if hasattr(config, "get_text_config") else None
     return text or config
-
-
-def has_draft(model_dir: Path, layers: int | None) -> bool:
-    """jina-ocr-v1's ``mtp_module.*`` tensors, or DeepSeek-V3's ``model.layers.<layers>.*``."""
-    if has_draft_tensors(model_dir):
-        return True
-    return layers is not None and has_draft_tensors(model_dir, (f"model.layers.{layers}.",))
-
-
-def draft_tensors(model_dir: Path, layers: int | None) -> dict[str, Tensor]:
-    """The draft tensors in ``mtp_module.*`` names, whichever layout the checkpoint uses."""
-    if has_draft_tensors(model_dir) or layers is None:
-        return read_draft_tensors(model_dir)
-    v3 = read_draft_tensors(model_dir, (f"model.layers.{layers}.",))
-    return rename_layer_prefix(v3, layers)
 
 
 def _eos_token_id(model: Any, processor: Any) -> int | None:

@@ -21,6 +21,9 @@ class SpecCounters:
     accepted_tokens: int = 0
     accepted_per_position: list[int] = field(default_factory=list)
     verifier_passes: int = 0  # batched forward passes of the verifier after the prefill
+    # Each pass's accepted drafts, row by row: at batch size one, vLLM's detailed per-request
+    # ``per_step_accepted``.
+    per_step: list[list[int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.accepted_per_position:
@@ -30,6 +33,7 @@ class SpecCounters:
         """``accepted`` (B,): how many of the K drafts each sequence kept in this pass."""
         counts = accepted if isinstance(accepted, list) else accepted.tolist()
         self.verifier_passes += 1
+        self.per_step.append(list(counts))
         self.drafts += len(counts)
         self.draft_tokens += len(counts) * self.k
         self.accepted_tokens += sum(counts)
@@ -63,5 +67,6 @@ class SpecCounters:
         self.draft_tokens += other.draft_tokens
         self.accepted_tokens += other.accepted_tokens
         self.verifier_passes += other.verifier_passes
+        self.per_step.extend(other.per_step)
         for j, a in enumerate(other.accepted_per_position):
             self.accepted_per_position[j] += a

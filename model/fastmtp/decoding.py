@@ -162,9 +162,14 @@ class _DraftState:
     trailing: int | None = 0
     cache: Any = None  # draft block keys/values for confirmed positions only
     cache_valid: Tensor | None = None  # (B, S_draft)
+    # (B, Q, H) what the block reads in place of ``tokens``' embeddings, for the prompt's
+    # catch-up only: the verifier's inputs there, a page's features at image positions.
+    embeds: Tensor | None = None
 
     def select(self, keep: Tensor) -> None:
         self.hidden, self.tokens = self.hidden[keep], self.tokens[keep]
+        if self.embeds is not None:
+            self.embeds = self.embeds[keep]
         self.positions, self.valid, self.last = (
             self.positions[keep],
             self.valid[keep],
@@ -186,7 +191,9 @@ def _draft(block: MTPDraftBlock, state: _DraftState, k: int) -> Tensor:
         state.positions,
         attention_mask(cache_valid, q),
         tuple(state.cache[0]) if state.cache is not None else None,
+        embeds=state.embeds,
     )
+    state.embeds = None
     # Only confirmed positions stay in the draft cache; the recursive steps below are scratch.
     if state.trailing is not None:
         end = cache_valid.shape[1] - state.trailing
@@ -221,6 +228,28 @@ def _draft(block: MTPDraftBlock, state: _DraftState, k: int) -> Tensor:
     return torch.stack(drafts, dim=1)
 
 
+def _draft_prompt_embeds(
+    verifier: CausalLMAdapter,
+    block: MTPDraftBlock,
+    ids: Tensor,
+    inputs: Tensor | None,
+    last: Tensor,
+) -> Tensor | None:
+    """What the draft reads over the prompt, shifted by one like its tokens: what the verifier
+    read where that is not a token's embedding (a page's features, merged by the caller or by
+    the model itself), the block's own embedding of the token elsewhere, and the first
+    generated token's at the end. None when the verifier read plain token embeddings."""
+    if inputs is None:
+        return None
+    read = inputs[:, 1:]
+    features = (read != verifier.embedding(ids[:, 1:]).to(read.dtype)).any(-1)
+    if not bool(features.any()):
+        return None
+    merged = block.embed(torch.cat([ids[:, 1:], last[:, None]], dim=1)).to(read.dtype)
+    merged[:, :-1] = torch.where(features[..., None], read, merged[:, :-1])
+    return merged
+
+
 @torch.inference_mode()
 def speculative_decode(
     verifier: CausalLMAdapter,
@@ -236,9 +265,11 @@ def speculative_decode(
 ) -> list[list[int]]:
     """Greedy decoding sped up by K FastMTP drafts per verifier pass; same tokens as greedy.
 
-    ``prompt_embeds`` as in ``greedy_decode``. The draft block still reads the prompt's token
-    ids (an image placeholder's id at image positions): that only shapes its drafts, and a
-    draft never decides a token, only how many one pass commits.
+    ``prompt_embeds`` as in ``greedy_decode``. Over the prompt the draft block reads what the
+    verifier's first layer read wherever that is not the token's embedding (a page's features,
+    whether spliced in here or merged by the model itself), as vLLM's proposer hands a
+    multimodal draft the target's merged inputs; that shapes only its drafts, and a draft never
+    decides a token, only how many one pass commits.
     """
     if k < 1:
         raise ValueError("k must be at least 1")
@@ -258,6 +289,7 @@ def speculative_decode(
         positions=p.positions,
         valid=p.valid,
         last=torch.full_like(last, width - 1),
+        embeds=_draft_prompt_embeds(verifier, block, p.ids, step.inputs, last),
     )
     rows = list(range(len(prompts)))
     valid, cache, next_pos = p.valid, step.cache, p.valid.sum(1)

@@ -23,6 +23,9 @@ class VerifierStep:
     logits: Tensor  # (B, Q, vocab)
     hidden: Tensor  # (B, Q, H): the last hidden state, which the draft block consumes
     cache: Any
+    # (B, Q, H): what the decoder's first layer read, the page's features merged in where the
+    # model merges them itself (a Hugging Face model's hidden_states[0]).
+    inputs: Tensor | None = None
 
 
 class CausalLMAdapter:
@@ -68,7 +71,8 @@ class CausalLMAdapter:
             output_hidden_states=True,
             **{self._cache_kw: cache},
         )
-        return VerifierStep(out.logits, out.hidden_states[-1], _returned_cache(out))
+        hidden = out.hidden_states
+        return VerifierStep(out.logits, hidden[-1], _returned_cache(out), inputs=hidden[0])
 
 
 def _returned_cache(out: Any) -> Any:

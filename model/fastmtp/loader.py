@@ -1,21 +1,15 @@
-"""Map a checkpoint's draft tensors onto ``MTPDraftBlock``.
+"""Build an ``MTPDraftBlock`` from a checkpoint folder, through ``model.fastmtp.layout``.
 
-jina-ocr-v1 stores its FastMTP head beside the decoder as ``mtp_module.*`` plus
-``mtp_embed_tokens.*`` (SGLang skips them in plain mode). DeepSeek-V3 stores the same thing as
-``model.layers.<num_hidden_layers>.*``. Inside that prefix the names are DeepSeek-V3's:
-``enorm``, ``hnorm``, ``eh_proj``, ``shared_head.norm``, ``shared_head.head`` and one decoder
-layer (``self_attn.*``, ``mlp.*``, ``input_layernorm``, ``post_attention_layernorm``).
-
-The mapping is strict: a tensor it cannot place (an MLA projection, MoE experts) is an error
-that names it, not a silently half-loaded draft block whose acceptance is quietly zero.
+The mapping (which tensor fills which parameter, what the ``mtp_*`` keys share, what is
+refused) is the layout module's, the same one the preflight and the vLLM draft use; this module
+only reads the chosen tensors and copies them in. Every shape is checked against the decoder's
+config first, as vLLM would build the layer, so a draft this loader accepts is one vLLM loads.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,159 +17,103 @@ from torch import Tensor
 
 from model.fastmtp.draft import MTPDraftBlock
 from model.fastmtp.layers import BlockConfig
+from model.fastmtp.layout import (
+    EMBEDDING,
+    HEAD,
+    DraftLoadError,
+    DraftPlan,
+    check_shapes,
+    plan_draft,
+    text_section,
+)
+from model.safetensors_index import shards, tensor_shapes
 
 logger = logging.getLogger(__name__)
 
-DRAFT_PREFIXES = ("mtp_module.", "mtp_embed_tokens.")
-
-# Wrappers some exporters put between the prefix and DeepSeek-V3's names.
-_NESTING = re.compile(r"^(?:layers\.0\.|0\.|block\.|decoder_layer\.|mtp_block\.|transformer\.)")
-_LAYER_PARTS = ("self_attn.", "mlp.", "input_layernorm.", "post_attention_layernorm.")
-_TOP_LEVEL = {
-    "enorm.weight": "enorm.weight",
-    "hnorm.weight": "hnorm.weight",
-    "eh_proj.weight": "eh_proj.weight",
-    "shared_head.norm.weight": "norm.weight",
-    "norm.weight": "norm.weight",
-    "embed_tokens.weight": "embed_tokens.weight",
-}
-# The verifier's head is shared; a checkpoint's copy of it is not loaded into the block.
-_SHARED = {"shared_head.head.weight", "shared_head.local_head.weight", "lm_head.weight"}
+__all__ = [
+    "DraftLoadError",
+    "block_config",
+    "load_draft",
+    "load_draft_state",
+    "read_tensors",
+]
 
 
-class DraftLoadError(ValueError):
-    pass
+def block_config(config: Mapping[str, Any]) -> BlockConfig:
+    """The draft layer's shape and RoPE as the decoder's config gives them (vLLM builds the
+    draft layer from the same settings)."""
+    text = text_section(config)
+    heads = int(text["num_attention_heads"])
+    parameters = dict(text.get("rope_parameters") or config.get("rope_parameters") or {})
+    theta = text.get("rope_theta") or parameters.get("rope_theta") or config.get("rope_theta")
+    scaling = text.get("rope_scaling") or None
+    if scaling is None and parameters.get("rope_type", "default") != "default":
+        scaling = parameters  # Transformers 5 folds the scaling into rope_parameters
+    return BlockConfig(
+        hidden_size=int(text["hidden_size"]),
+        num_heads=heads,
+        num_kv_heads=int(text.get("num_key_value_heads") or heads),
+        intermediate_size=int(text["intermediate_size"]),
+        rope_theta=float(theta or 10000.0),
+        rms_eps=float(text.get("rms_norm_eps") or config.get("rms_norm_eps") or 1e-6),
+        rope_scaling=scaling,
+    )
 
 
-@dataclass
-class LoadReport:
-    loaded: list[str] = field(default_factory=list)
-    shared_skipped: list[str] = field(default_factory=list)
+def read_tensors(folder: Path, names: set[str]) -> dict[str, Tensor]:
+    """Only the named tensors out of a folder's shards: ``safe_open`` maps each file and reads
+    just those, so the multi-GB decoder weights are never loaded for this."""
+    from safetensors import safe_open  # with the fastmtp extra (transformers depends on it)
+
+    found: dict[str, Tensor] = {}
+    for path in shards(folder):
+        with safe_open(str(path), framework="pt") as f:
+            for name in f.keys():  # noqa: SIM118 - safe_open is not a Mapping
+                if name in names:
+                    found[name] = f.get_tensor(name)
+    return found
 
 
-def block_name(name: str, prefix: str = "mtp_module.") -> str | None:
-    """The block parameter a checkpoint tensor belongs to, or None for a shared-head copy.
-
-    Raises ``DraftLoadError`` for a draft tensor this block has no place for.
-    """
-    if name.startswith("mtp_embed_tokens."):
-        return "embed_tokens." + name.removeprefix("mtp_embed_tokens.")
-    if not name.startswith(prefix):
-        raise DraftLoadError(f"{name!r} is not a draft tensor (prefix {prefix!r})")
-    rest = name.removeprefix(prefix)
-    while (m := _NESTING.match(rest)) is not None:
-        rest = rest[m.end() :]
-    if rest in _SHARED:
+def load_draft(folder: Path, config: Mapping[str, Any]) -> tuple[MTPDraftBlock, DraftPlan] | None:
+    """The checkpoint's draft block, loaded, and the plan it was loaded by; None when the
+    checkpoint has no draft tensors. Raises ``DraftLoadError`` naming what cannot be served."""
+    shapes = tensor_shapes(folder)
+    plan = plan_draft(shapes, config)
+    if plan is None:
         return None
-    if rest in _TOP_LEVEL:
-        return _TOP_LEVEL[rest]
-    if rest.startswith(_LAYER_PARTS):
-        return "block." + rest
-    raise DraftLoadError(f"no place in the draft block for {name!r}")
+    check_shapes(plan, shapes, config)
+    vocab = int(text_section(config).get("vocab_size") or config.get("vocab_size") or 0)
+    block = MTPDraftBlock(
+        block_config(config), vocab, own_embedding=plan.own_embedding, own_head=plan.own_head
+    )
+    load_draft_state(block, plan, read_tensors(folder, set(plan.sources.values())))
+    return block, plan
 
 
-def load_draft_state(
-    block: MTPDraftBlock,
-    tensors: Mapping[str, Tensor],
-    *,
-    prefix: str = "mtp_module.",
-) -> LoadReport:
-    """Copy ``tensors`` (checkpoint names) into ``block``; every block parameter must be set."""
-    report = LoadReport()
-    state: dict[str, Tensor] = {}
-    for name, tensor in tensors.items():
-        target = block_name(name, prefix)
-        if target is None:
-            report.shared_skipped.append(name)
-            continue
-        if target in state:
-            raise DraftLoadError(f"two checkpoint tensors map onto {target!r}")
-        state[target] = tensor
-        report.loaded.append(name)
+def load_draft_state(block: MTPDraftBlock, plan: DraftPlan, tensors: Mapping[str, Tensor]) -> None:
+    """Copy the plan's tensors into ``block``. A shared embedding or head is the verifier's
+    module (``MTPDraftBlock.share``), never copied; everything else must be set."""
+    state = {
+        target: tensors[name]
+        for target, name in plan.sources.items()
+        if not (target == EMBEDDING and not plan.own_embedding)
+        and not (target == HEAD and not plan.own_head)
+    }
     expected = block.state_dict()
     missing = sorted(set(expected) - set(state))
-    unexpected = sorted(set(state) - set(expected))
-    if unexpected:
-        raise DraftLoadError(f"tensors for parameters the block lacks: {unexpected}")
     if missing:
         raise DraftLoadError(f"the checkpoint leaves draft parameters unset: {missing}")
     for key, tensor in state.items():
-        if tensor.shape != expected[key].shape:
+        if tuple(tensor.shape) != tuple(expected[key].shape):
             raise DraftLoadError(
-                f"{key}: checkpoint shape {tuple(tensor.shape)}"
-                f" != block {tuple(expected[key].shape)}"
+                f"{plan.sources[key]}: shape {tuple(tensor.shape)}"
+                f" != the block's {tuple(expected[key].shape)}"
             )
     block.load_state_dict(state, strict=True)
     logger.info(
-        "loaded %d draft tensors (%d shared-head copies skipped)",
-        len(report.loaded),
-        len(report.shared_skipped),
+        "loaded the FastMTP draft (%s layout, %s*): %d tensors, %d shared copies ignored",
+        plan.layout,
+        plan.prefix,
+        len(state),
+        len(plan.ignored),
     )
-    return report
-
-
-def rename_layer_prefix(tensors: Mapping[str, Tensor], layer: int) -> dict[str, Tensor]:
-    """DeepSeek-V3 layout: ``model.layers.<layer>.*`` (the MTP layer) → ``mtp_module.*``."""
-    old = f"model.layers.{layer}."
-    return {"mtp_module." + k.removeprefix(old): v for k, v in tensors.items() if k.startswith(old)}
-
-
-def draft_config_from_tensors(
-    tensors: Mapping[str, Tensor],
-    *,
-    num_heads: int,
-    num_kv_heads: int,
-    rope_theta: float = 10000.0,
-    rms_eps: float = 1e-6,
-    prefix: str = "mtp_module.",
-    rope_scaling: Mapping[str, Any] | None = None,
-) -> tuple[BlockConfig, int, bool]:
-    """The block's config, vocabulary size and whether it has its own embedding, from shapes."""
-    by_target = {block_name(n, prefix): t for n, t in tensors.items()}
-    hidden = by_target["eh_proj.weight"].shape[0]
-    inter = by_target["block.mlp.gate_proj.weight"].shape[0]
-    embed = by_target.get("embed_tokens.weight")
-    cfg = BlockConfig(hidden, num_heads, num_kv_heads, inter, rope_theta, rms_eps, rope_scaling)
-    vocab = embed.shape[0] if embed is not None else 0
-    return cfg, vocab, embed is not None
-
-
-def _shards(checkpoint: Path) -> list[Path]:
-    return sorted(checkpoint.glob("*.safetensors")) if checkpoint.is_dir() else [checkpoint]
-
-
-def has_draft_tensors(checkpoint: Path, prefixes: Iterable[str] = DRAFT_PREFIXES) -> bool:
-    """Whether a checkpoint carries a FastMTP head, from the shards' tensor names alone."""
-    from safetensors import safe_open
-
-    wanted = tuple(prefixes)
-    for path in _shards(checkpoint):
-        with safe_open(str(path), framework="pt") as f:
-            if any(name.startswith(wanted) for name in f.keys()):  # noqa: SIM118
-                return True
-    return False
-
-
-def read_draft_tensors(
-    checkpoint: Path, prefixes: Iterable[str] = DRAFT_PREFIXES
-) -> dict[str, Tensor]:
-    """Read only the draft tensors out of a folder of ``*.safetensors`` shards (or one file).
-
-    ``safe_open`` maps the file and reads just the named tensors, so the multi-GB decoder
-    weights are never loaded for this.
-    """
-    from safetensors import safe_open  # with the fastmtp extra (transformers depends on it)
-
-    files = _shards(checkpoint)
-    if not files:
-        raise DraftLoadError(f"no .safetensors files in {checkpoint}")
-    wanted = tuple(prefixes)
-    tensors: dict[str, Tensor] = {}
-    for path in files:
-        with safe_open(str(path), framework="pt") as f:
-            for name in f.keys():  # noqa: SIM118 - safe_open is not a Mapping
-                if name.startswith(wanted):
-                    tensors[name] = f.get_tensor(name)
-    if not tensors:
-        raise DraftLoadError(f"{checkpoint} has no tensors under {wanted}: no FastMTP head")
-    return tensors

@@ -29,7 +29,7 @@ import pymupdf
 
 from model.documents import MUPDF_LOCK, PDF
 from model.formats import libreoffice, types, units
-from model.page_images import render_page_images
+from model.page_images import render_page_image
 
 RENDERED = frozenset(libreoffice.PDF_FILTERS)
 _PRESENTATIONS = (types.PPTX, types.PPTM, types.PPT)
@@ -77,10 +77,9 @@ _cache_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
-class PageImages:
-    jpeg: bytes  # the panel's (model.page_images' sizes, as for every page)
-    full_jpeg: bytes  # the zoomed view's
-    size: tuple[float, float]  # what the images show, in points (for the layout's boxes)
+class PageImage:
+    webp: bytes  # model.page_images' one image, as for every page
+    size: tuple[float, float]  # what the image shows, in points (for the layout's boxes)
 
 
 def rendered(fmt: types.Format) -> bool:
@@ -176,14 +175,14 @@ def _words(text: str) -> list[str]:
     return [word.casefold() for word in _WORD.findall(_TAG.sub(" ", text))]
 
 
-def page_images(made: Rendition, number: int, *, timeout: float) -> PageImages:
+def page_image(made: Rendition, number: int, *, timeout: float) -> PageImage:
     """Page ``number`` (1-based) of the job, drawn from its view of the rendition: the view
     cut out as a one-page PDF here (no drawing), then drawn like any PDF page, in a child
     process killed past ``timeout`` s (``model.page_images``: a page's drawing can take
     without bound, and LibreOffice's PDF carries the document's own pictures)."""
     one_page, size = view_pdf(made, number)
-    drawn = render_page_images(one_page, PDF, 1, timeout=timeout)
-    return PageImages(drawn.panel, drawn.full, size)
+    drawn = render_page_image(one_page, PDF, 1, timeout=timeout)
+    return PageImage(drawn.webp, size)
 
 
 def view_pdf(made: Rendition, number: int) -> tuple[bytes, tuple[float, float]]:

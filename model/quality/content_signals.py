@@ -19,16 +19,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from model.quality.checks import math_spans
 from model.quality.page_lines import Line, order_agreement, reading_order, right_to_left
+from model.quality.parsed import ParsedPage
 from model.quality.plausibility import MIN_KNOWN_SHARE, lost_apostrophes, plausibility
 from model.quality.review import Signal, severity_below
+from model.quality.tables import Table
 
 # --- plausibility ------------------------------------------------------------------------------
 
 
-def plausibility_signal(markdown: str) -> Signal | None:
-    measured = plausibility(markdown)
+def plausibility_signal(page: ParsedPage) -> Signal | None:
+    measured = plausibility(page.text)
     if measured is None:
         return None
     share, language = measured
@@ -45,11 +46,11 @@ def plausibility_signal(markdown: str) -> Signal | None:
 MIN_LOST_APOSTROPHES = 2
 
 
-def apostrophe_signal(markdown: str) -> Signal | None:
+def apostrophe_signal(page: ParsedPage) -> Signal | None:
     """English contractions without their apostrophe ("Heres to the crazy ones", "Theyre",
     "cant"): the page's apostrophes were lost, in the font's Unicode map or by the OCR. The
     page image shows them; a reader of the text sees words that are wrong."""
-    found = lost_apostrophes(markdown)
+    found = lost_apostrophes(page.text)
     if found is None:
         return None
     ok = len(found) < MIN_LOST_APOSTROPHES
@@ -62,12 +63,12 @@ def apostrophe_signal(markdown: str) -> Signal | None:
 # --- formulas ----------------------------------------------------------------------------------
 
 
-def formula_signal(markdown: str, lines: list[Line]) -> Signal | None:
+def formula_signal(page: ParsedPage, lines: list[Line]) -> Signal | None:
     """Formula-shaped lines on the page, and no LaTeX for them in the output."""
     formulas = [ln for ln in lines if ln.formula]
     if not formulas:
         return None
-    spans = len(math_spans(markdown))
+    spans = len(page.math)
     missing = len(formulas) - spans
     ok = missing <= 0
     example = formulas[0].text.strip()[:40]
@@ -85,23 +86,16 @@ _LONG_WORD = re.compile(r"[A-Za-z]{3,}")
 MAX_FORMULA_TEXT = 60
 
 
-def formula_text_signal(markdown: str, lines: list[Line]) -> Signal | None:
+def formula_text_signal(page: ParsedPage, lines: list[Line]) -> Signal | None:
     """Formulas left as text on a page without a text layer to find them by their fonts
     (``formula_signal``): OCR reads "a² + 8 = 12" as "a2+8=12"."""
     if lines:  # the text layer's formula lines judge this page (formula_signal)
         return None
-    outside = [p.strip() for p in _outside_math_and_code(markdown).split("\n\n")]
-    found = [p for p in outside if _formula_shaped_text(p)]
+    found = [p for p in page.prose_blocks if _formula_shaped_text(p)]
     ok = not found
     detail = "" if ok else f"{len(found)} formula(s) left as text, e.g. {found[0][:40]!r}"
     severity = 0.0 if ok else min(1.0, 0.6 + 0.1 * (len(found) - 1))
     return Signal("formula_text", ok, detail, float(len(found)), severity=severity)
-
-
-def _outside_math_and_code(markdown: str) -> str:
-    text = re.sub(r"```.*?```", "\n\n", markdown, flags=re.S)
-    text = re.sub(r"\$\$.*?\$\$|\\\[.*?\\\]|\$[^$\n]+\$|\\\(.*?\\\)", " ", text, flags=re.S)
-    return text
 
 
 def _formula_shaped_text(paragraph: str) -> bool:
@@ -122,14 +116,14 @@ def _formula_shaped_text(paragraph: str) -> bool:
 MIN_ORDER_AGREEMENT = 0.9
 
 
-def order_signal(markdown: str, lines: list[Line], page_width: float | None) -> Signal | None:
+def order_signal(page: ParsedPage, lines: list[Line], page_width: float | None) -> Signal | None:
     """On a page in two columns, the output keeps each column's lines together and in order."""
     if not lines or not page_width:
         return None
     expected = reading_order(lines, page_width)
     if expected is None:
         return None
-    measured = order_agreement(markdown, expected)
+    measured = order_agreement(page.markdown, expected)
     if measured is None:
         return None
     agreement, placed = measured
@@ -204,8 +198,8 @@ def _short_line_edges(lines: list[Line], page_width: float) -> tuple[int, int]:
 _UNREADABLE = re.compile("[\ufffd\ue000-\uf8ff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
-def unreadable_signal(markdown: str) -> Signal:
-    count = len(_UNREADABLE.findall(markdown))
+def unreadable_signal(page: ParsedPage) -> Signal:
+    count = len(_UNREADABLE.findall(page.markdown))
     ok = count == 0
     detail = "" if ok else f"{count} character(s) that could not be read"
     severity = 0.0 if ok else min(1.0, 0.5 + 0.05 * count)
@@ -222,7 +216,8 @@ _TABLE_HTML = re.compile(r"<table.*?</table>", re.I | re.S)
 _BREAK = re.compile(r"<br\s*/?>", re.I)
 
 
-def markup_signal(markdown: str) -> Signal:
+def markup_signal(page: ParsedPage) -> Signal:
+    markdown = page.markdown
     outside_tables = _TABLE_HTML.sub(" ", markdown)
     outside_tables = "\n".join(
         line for line in outside_tables.splitlines() if not line.lstrip().startswith("|")
@@ -246,25 +241,18 @@ _PAGE_NUMBER = re.compile(r"(?:\d{1,4}|[ivxlcdm]{1,7})\W*$", re.I)
 _CONTENTS_HEADING = re.compile(r"^#{1,6}\s.*\b(contents|inhalt|sommaire|índice|indice)\b", re.I)
 
 
-def contents_table_signal(markdown: str) -> Signal:
+def contents_table_signal(page: ParsedPage) -> Signal:
     """A list of entries and page numbers (dot leaders, or rows under a "Contents" heading
     that end in a page number) set as a table: its rows are no table's rows."""
-    found = 0
-    heading = ""
-    rows: list[str] = []
-    for line in [*markdown.splitlines(), ""]:
-        if line.lstrip().startswith("|"):
-            if not set(line.replace("|", "").strip()) <= set("-: "):
-                rows.append(line.strip().strip("|").replace("*", ""))
-            continue
-        if len(rows) >= 3 and _looks_like_contents(rows, heading):
-            found += 1
-        rows = []
-        if line.startswith("#"):
-            heading = line
+    found = sum(1 for table in page.pipe_tables if _contents_rows(table))
     ok = not found
     detail = "" if ok else "a table of contents set as a table"
     return Signal("contents_table", ok, detail, float(found), severity=0.0 if ok else 0.55)
+
+
+def _contents_rows(table: Table) -> bool:
+    rows = [" | ".join(row).replace("*", "") for row in table.rows]
+    return len(rows) >= 3 and _looks_like_contents(rows, table.heading)
 
 
 def _looks_like_contents(rows: list[str], heading: str) -> bool:
@@ -287,7 +275,8 @@ _PRESENTATION_FORMS = re.compile("[\ufb50-\ufdff\ufe70-\ufeff]")
 _GLUED = re.compile("ة[\u0621-\u064a]")
 
 
-def right_to_left_signal(markdown: str) -> Signal | None:
+def right_to_left_signal(page: ParsedPage) -> Signal | None:
+    markdown = page.markdown
     broken = len(_BROKEN_LAM_ALEF.findall(markdown))
     glyphs = len(_PRESENTATION_FORMS.findall(markdown))
     glued = len(_GLUED.findall(markdown))
@@ -370,22 +359,21 @@ def coverage_signal(stretches: list[list[Any]] | None) -> Signal | None:
 # Runs of this many one- and two-letter tokens in a row are what OCR makes of smudges, ruled
 # lines and handwriting ("e e se e s s o"); prose almost never has them.
 MIN_FRAGMENT_RUN = 6
-_TOKEN = re.compile(r"\S+")
 
 
-def fragment_signal(markdown: str) -> Signal:
-    runs = fragment_runs(markdown)
+def fragment_signal(page: ParsedPage) -> Signal:
+    runs = fragment_runs(page.tokens)
     ok = not runs
     detail = "" if ok else f"{len(runs)} run(s) of letter fragments, e.g. {runs[0][:30]!r}"
     severity = 0.0 if ok else min(1.0, 0.55 + 0.1 * (len(runs) - 1))
     return Signal("fragments", ok, detail, float(len(runs)), severity=severity)
 
 
-def fragment_runs(markdown: str) -> list[str]:
+def fragment_runs(tokens: tuple[str, ...]) -> list[str]:
     """The runs of at least MIN_FRAGMENT_RUN short letter tokens in a row."""
     runs: list[str] = []
     current: list[str] = []
-    for token in [*_TOKEN.findall(markdown), ""]:
+    for token in [*tokens, ""]:
         word = token.strip(".,;:!?()[]'\"|*_")
         if word and len(word) <= 2 and word.isalpha():
             current.append(word)

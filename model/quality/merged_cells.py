@@ -10,7 +10,8 @@ position the output leaves empty, that the page's grid covers with a merged cell
 text, is a merge the output lost.
 
 Only pages that can have the problem pay for the table finder: a text layer, and an output
-table with an empty cell other than its top-left corner (``tables_with_gaps``).
+table with an empty cell other than its top-left corner
+(``model.quality.parsed.ParsedPage.tables_with_gaps``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from model.quality.tables import Table, all_tables
+from model.quality.tables import Table
 
 
 @dataclass(frozen=True)
@@ -31,20 +32,6 @@ class GridCell:
 
 
 Grid = list[list[GridCell]]
-
-
-def tables_with_gaps(markdown: str) -> list[Table]:
-    """The output's tables that have an empty cell other than the top-left corner (often
-    empty on purpose, above the row headings)."""
-    return [
-        table
-        for table in all_tables(markdown)
-        if any(
-            not cell and (r, c) != (0, 0)
-            for r, row in enumerate(table.rows)
-            for c, cell in enumerate(row)
-        )
-    ]
 
 
 def page_grids(pdf_page: Any) -> list[Grid]:

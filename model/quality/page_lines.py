@@ -17,7 +17,7 @@ from model.quality.checks import normalize_text
 # the OpenType math fonts by name.
 _MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSAM|MSBM|EUFM|RSFS|Math|Symbol|STIX|Euclid|esint", re.I)
 # Characters that are mathematics wherever they appear (operators, arrows, math letters).
-_MATH_CHARS = re.compile("[\u2200-\u22ff\u2a00-\u2aff\u27c0-\u27ef\U0001d400-\U0001d7ff√∑∏∫∞±×÷]")
+MATH_CHARS = re.compile("[\u2200-\u22ff\u2a00-\u2aff\u27c0-\u27ef\U0001d400-\U0001d7ff√∑∏∫∞±×÷]")
 _RELATION = re.compile(r"[=<>≤≥≈≠∈→]")
 # A span this much smaller than the line's main text and off its baseline is a sub/superscript.
 SCRIPT_SIZE_RATIO = 0.85
@@ -52,6 +52,40 @@ def pdf_lines(page_dict: dict[str, Any]) -> list[Line]:
     return lines
 
 
+def math_runs(page_dict: dict[str, Any]) -> list[str]:
+    """The runs of a ``get_text("dict")`` page's lines set in math fonts or math characters
+    (next spans of a line joined), with at least three characters that are not bullets or
+    spaces: what a transcription should write as LaTeX."""
+    runs = []
+    for block in page_dict.get("blocks", []):
+        for line in block.get("lines", []):
+            current: list[str] = []
+            for span in [*line.get("spans", []), None]:
+                if span is not None and _mathematical(span):
+                    current.append(span["text"])
+                    continue
+                if span is not None and not span.get("text", "").strip() and current:
+                    current.append(span["text"])  # a space between two math spans
+                    continue
+                run = "".join(current).strip()
+                if len(run.translate(_NOT_MATH)) >= 3:
+                    runs.append(run)
+                current = []
+    return runs
+
+
+def _mathematical(span: dict[str, Any]) -> bool:
+    """A span set in a math font, or mostly of math characters (an operator inside a span of
+    prose does not make the prose mathematics)."""
+    text = span.get("text", "")
+    visible = len(text.translate(_NOT_MATH))
+    if not visible:
+        return False
+    if _MATH_FONT.search(span.get("font", "")):
+        return True
+    return len(MATH_CHARS.findall(text)) >= FORMULA_SHARE * visible
+
+
 # Set in symbol fonts, yet prose: list bullets and dashes.
 _NOT_MATH = str.maketrans("", "", "•◦▪▫■□●○·‣⁃–—-* \u00a0")
 
@@ -68,7 +102,7 @@ def _formula_shaped(spans: list[dict[str, Any]]) -> bool:
         if _MATH_FONT.search(span.get("font", "")):
             math += chars
         else:
-            math += len(_MATH_CHARS.findall(span["text"]))
+            math += len(MATH_CHARS.findall(span["text"]))
         if span["size"] < main_size * SCRIPT_SIZE_RATIO:
             scripts += 1
     text = "".join(s["text"] for s in spans)

@@ -20,8 +20,6 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-from model.plaintext import markdown_to_text
-
 # Fewer words than this and the share says nothing.
 MIN_WORDS = 15
 # Under this share of known words the text is not a language. Clean pages of English, German,
@@ -70,10 +68,10 @@ def known_share(words: list[str], language: str) -> float:
 # The plausibility and apostrophe signals both judge the same page's words: it is measured
 # once.
 @lru_cache(maxsize=8)
-def plausibility(markdown: str) -> tuple[float, str] | None:
-    """The best share of known words over the script's languages, and that language; None
-    where the page has too few words, or a script this check has no list for."""
-    text = unicodedata.normalize("NFC", markdown_to_text(markdown))
+def plausibility(text: str) -> tuple[float, str] | None:
+    """The best share of known words of a page's plain text (NFC) over the script's
+    languages, and that language; None where the page has too few words, or a script this
+    check has no list for."""
     words = [w.lower() for w in _WORD.findall(text) if len(w) >= MIN_WORD_LENGTH]
     if len(words) < MIN_WORDS:
         return None
@@ -100,14 +98,14 @@ _CONTRACTION_ENDS = ("s", "t", "re", "ve", "ll", "d", "m")
 CONTRACTION_MARGIN = 1.0
 
 
-def lost_apostrophes(markdown: str) -> list[str] | None:
-    """The words of an English page that are contractions without their apostrophe ("Heres",
-    "Theyre", "cant"): a font without an apostrophe glyph, or OCR that dropped it. None where
-    the page is not judged as English (too few words, another script or language)."""
-    measured = plausibility(markdown)
+def lost_apostrophes(text: str) -> list[str] | None:
+    """The words of an English page's plain text that are contractions without their
+    apostrophe ("Heres", "Theyre", "cant"): a font without an apostrophe glyph, or OCR that
+    dropped it. None where the page is not judged as English (too few words, another script
+    or language)."""
+    measured = plausibility(text)
     if measured is None or measured[1] != "en":
         return None
-    text = unicodedata.normalize("NFC", markdown_to_text(markdown))
     found = []
     for word in _WORD.findall(text):
         if len(word) >= MIN_WORD_LENGTH and _contraction_of(word.lower()):

@@ -31,6 +31,9 @@ KEPT_EXTRA = (
     "extraction_notes",
     "rotation",
     "unread_stretches",
+    "agreement",
+    "failed_steps",
+    "skipped_steps",
 )
 
 

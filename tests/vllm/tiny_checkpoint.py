@@ -1,36 +1,37 @@
-"""A tiny checkpoint in jina-ocr-v1's layout, made in the test (nothing is downloaded).
+"""A tiny checkpoint in jina-ocr-v1's published layout, made in the test (nothing is downloaded).
 
 - ``config.json`` with DeepSeek-OCR's keys: ``DeepseekOCRForCausalLM``, model type
   ``deepseek_vl_v2``, a ``language_config`` of the DeepSeek-V2 MoE shape (dense first layer,
   routed + shared experts, top-k greedy routing, plain multi-head attention: the
-  ``qk_*_head_dim`` 0), scaled down to hidden 64 and 2 layers.
+  ``qk_*_head_dim`` 0), scaled down to hidden 64 and 2 layers, and jina-ocr-v1's ``mtp_*``
+  keys at the top level (the head shares the target's embedding, final norm and output head,
+  states K=3, is recursive and dense).
 - A word-level tokenizer with DeepSeek-OCR's special tokens, ``<image>`` among them, and a
   chat template that renders an image part and a text part.
 - Remote code (``tiny_remote/``, named by ``auto_map``) that
   ``AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)`` loads: the decoder
   below with DeepSeek-OCR's public calling convention and a stand-in for its vision tower.
 - ``model.safetensors`` with the decoder's weights under DeepSeek-OCR's Hugging Face names
-  (``model.embed_tokens``, ``model.layers.N.*``, ``model.norm``, ``lm_head``) and a FastMTP
-  draft head under ``mtp_module.*`` (one dense decoder layer, DeepSeek-V3's MTP names, no own
-  embedding or output head: both are the decoder's).
+  (``model.embed_tokens``, ``model.layers.N.*``, ``model.norm``, ``lm_head``, the projector,
+  the newline and view separator) and a FastMTP draft head as jina-ocr-v1 publishes it:
+  ``mtp_module.heads.0.{enorm,hnorm,eh_proj}.weight`` and ``mtp_module.heads.0.mtp_block.*``,
+  no ``shared_head.*`` (``layout`` writes the older layouts too).
 
-Weights, chosen so that decoding is deterministic and the draft is right: every attention
-output projection and every MLP's down projection is zero, so the residual stream carries the
-current token's embedding through both layers, and the output head maps token ``t`` to a fixed
-successor: decoding walks one long cycle of the vocabulary, and after ``STEPS_TO_EOS`` tokens
-from the prompt's last word it says end-of-sequence. The draft head's ``eh_proj`` passes the
-token half of its input through unchanged and its block is zero too, so its prediction from
-token ``t`` is the decoder's own: the draft is *copied* from the verifier, so vLLM accepts its
-drafts, which is what the tier checks (with random weights nothing is accepted).
+The weights (``tiny_draft``) make decoding deterministic and the draft right only when it
+reads the target's hidden state at the right position, recycles its own post-norm state and
+reads the page's features at image positions; ``draft="swapped"`` is a mis-wired head.
 
 The vision tower (SAM-B and CLIP-L, which vLLM builds whatever the config says) is not in the
-file: the tier's loader fills what the file lacks at random (``tests/vllm/shim``).
+file: the tier's loader fills what the file lacks at random (``tests/vllm/shim``); the
+projector's zero weight makes the page's features independent of it.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from tests.vllm import tiny_draft
 
 SPECIAL_TOKENS = [
     "<｜begin▁of▁sentence｜>",
@@ -47,17 +48,27 @@ SPECIAL_TOKENS = [
 ]
 BOS, EOS = 0, 1
 VOCAB_SIZE = 512
-HIDDEN = 64
+HIDDEN = tiny_draft.HIDDEN
 LAYERS = 2
 HEADS = 2
 INTERMEDIATE = 128
 MOE_INTERMEDIATE = 32
 ROUTED_EXPERTS = 4
 SHARED_EXPERTS = 1
-STEPS_TO_EOS = 24
-# The output head's scale: logits of about ±6, far from ties in bfloat16.
-HEAD_SCALE = 0.1
-SEED = 14
+STEPS_TO_EOS = tiny_draft.STEPS_TO_EOS
+SEED = tiny_draft.SEED
+# jina-ocr-v1's config keys for its FastMTP head (docs/GPU.md cites them).
+MTP_KEYS = {
+    "mtp_num_heads": 1,
+    "mtp_moe": False,
+    "mtp_recursive": True,
+    "mtp_num_speculative_steps": 3,
+    "mtp_share_embedding_weights": True,
+    "mtp_share_lm_head": True,
+    "mtp_share_norm": True,
+    "num_nextn_predict_layers": 1,
+}
+LAYOUTS = ("published", "mtp_module", "deepseek-v3")
 
 
 def language_config() -> dict:
@@ -100,8 +111,10 @@ def language_config() -> dict:
     }
 
 
-def config() -> dict:
+def config(layout: str = "published") -> dict:
+    keys = MTP_KEYS if layout == "published" else {}
     return {
+        **keys,
         "architectures": ["DeepseekOCRForCausalLM"],
         "model_type": "deepseek_vl_v2",
         "language_config": language_config(),
@@ -158,17 +171,16 @@ def tokenizer_json() -> str:
     return tokenizer.to_str()
 
 
-def successor_cycle() -> list[int]:
-    """The order decoding walks: from the prompt's last word through every ordinary token."""
-    import random
-
+def prompt_ids() -> list[int]:
     from model.engines.vllm.prompt import JINA_OCR_PROMPT
 
     vocab = vocabulary()
-    start = vocab[JINA_OCR_PROMPT.split()[-1]]
-    others = [i for i in range(len(SPECIAL_TOKENS), VOCAB_SIZE) if i != start]
-    random.Random(SEED).shuffle(others)
-    return [start, *others]
+    return [vocab[w] for w in dict.fromkeys(JINA_OCR_PROMPT.split())]
+
+
+def successor_cycle() -> list[int]:
+    """The order decoding walks: from the prompt's last word through every ordinary token."""
+    return tiny_draft.successor_cycle(prompt_ids(), list(range(len(SPECIAL_TOKENS), VOCAB_SIZE)))
 
 
 def expected_output() -> list[int]:
@@ -183,7 +195,8 @@ def expected_text() -> str:
     return " ".join(names[i] for i in expected_output()[:-1])
 
 
-def tensors() -> dict:
+def tensors(*, layout: str = "published", draft: str = "") -> dict:
+    """The checkpoint's tensors (bfloat16); ``draft="swapped"`` mis-wires the head."""
     import torch
 
     g = torch.Generator().manual_seed(SEED)
@@ -192,21 +205,18 @@ def tensors() -> dict:
         return torch.randn(*shape, generator=g) * 0.02
 
     zeros, ones = torch.zeros, torch.ones
-    # Rows of norm sqrt(HIDDEN): RMSNorm (weight 1) leaves them as they are.
-    embed = torch.randn(VOCAB_SIZE, HIDDEN, generator=g)
-    embed = embed / embed.norm(dim=1, keepdim=True) * HIDDEN**0.5
-    head = zeros(VOCAB_SIZE, HIDDEN)
     cycle = successor_cycle()
-    for here, after in zip(cycle[:STEPS_TO_EOS], cycle[1 : STEPS_TO_EOS + 1], strict=True):
-        head[after] = embed[here] * HEAD_SCALE
-    head[EOS] = embed[cycle[STEPS_TO_EOS]] * HEAD_SCALE
-    for here, after in zip(cycle[STEPS_TO_EOS + 1 :], cycle[STEPS_TO_EOS + 2 :], strict=False):
-        head[after] = embed[here] * HEAD_SCALE
-
+    decoder = tiny_draft.decoder_tensors(torch, cycle, VOCAB_SIZE, EOS)
+    feature = decoder["feature"]
     out: dict[str, torch.Tensor] = {
-        "model.embed_tokens.weight": embed,
-        "model.norm.weight": ones(HIDDEN),
-        "lm_head.weight": head,
+        "model.embed_tokens.weight": decoder["embed"],
+        "model.norm.weight": decoder["norm"],
+        "lm_head.weight": decoder["head"],
+        # The page's features are ``feature`` wherever a page goes, whatever the pixels.
+        "model.projector.layers.weight": zeros(HIDDEN, 2048),
+        "model.projector.layers.bias": feature,
+        "model.image_newline": feature,
+        "model.view_seperator": feature,
     }
 
     def attention(prefix: str) -> None:
@@ -232,19 +242,31 @@ def tensors() -> dict:
             dense(f"{prefix}mlp.experts.{expert}.", MOE_INTERMEDIATE)
         dense(prefix + "mlp.shared_experts.", MOE_INTERMEDIATE * SHARED_EXPERTS)
 
-    # The FastMTP head: eh_proj keeps the embedding half ([I | 0]), its block adds nothing.
-    attention("mtp_module.")
-    dense("mtp_module.mlp.", INTERMEDIATE)
-    out["mtp_module.enorm.weight"] = ones(HIDDEN)
-    out["mtp_module.hnorm.weight"] = ones(HIDDEN)
-    out["mtp_module.eh_proj.weight"] = torch.cat([torch.eye(HIDDEN), zeros(HIDDEN, HIDDEN)], 1)
-    out["mtp_module.shared_head.norm.weight"] = ones(HIDDEN)
+    block = tiny_draft.draft_tensors(torch, decoder, cycle, prompt_ids(), BOS, draft)
+    rename = {
+        "published": tiny_draft.published,
+        "mtp_module": tiny_draft.flat,
+        "deepseek-v3": tiny_draft.deepseek_v3(LAYERS),
+    }[layout]
+    out.update({rename(name): t for name, t in block.items()})
+    if layout != "published":  # the older layouts ship the head's own final norm
+        out[rename("shared_head.norm.weight")] = decoder["norm"]
     return {name: t.to(torch.bfloat16).contiguous() for name, t in out.items()}
 
 
-def write(folder: Path, *, weights: bool = True) -> Path:
+def write(
+    folder: Path,
+    *,
+    weights: bool = True,
+    layout: str = "published",
+    draft: str = "",
+    tensors_: dict | None = None,
+    config_: dict | None = None,
+) -> Path:
+    """The checkpoint in ``folder``; ``tensors_`` / ``config_`` replace the made ones (the
+    tests' refused variants)."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config(), indent=2))
+    (folder / "config.json").write_text(json.dumps(config_ or config(layout), indent=2))
     (folder / "tokenizer.json").write_text(tokenizer_json())
     (folder / "tokenizer_config.json").write_text(
         json.dumps(
@@ -274,7 +296,8 @@ def write(folder: Path, *, weights: bool = True) -> Path:
     if weights:
         from safetensors.torch import save_file
 
-        save_file(tensors(), str(folder / "model.safetensors"), metadata={"format": "pt"})
+        made = tensors_ if tensors_ is not None else tensors(layout=layout, draft=draft)
+        save_file(made, str(folder / "model.safetensors"), metadata={"format": "pt"})
     return folder
 
 

@@ -30,8 +30,11 @@ from webapp.jobs.serializers import (
     JobDetailQuerySerializer,
     JobDetailSerializer,
     JobListQuerySerializer,
+    JobPagesQuerySerializer,
+    JobPagesSerializer,
     JobResultQuerySerializer,
     JobSerializer,
+    PageSerializer,
 )
 
 IDEMPOTENCY_KEY_MAX = 255
@@ -57,6 +60,13 @@ def _owned_job(request, job_id):
     return job
 
 
+def page_link(request, number: int) -> str:
+    """This request's URL with its ``page`` parameter set to ``number``."""
+    query_params = request.query_params.copy()
+    query_params["page"] = str(number)
+    return request.build_absolute_uri(f"{request.path}?{query_params.urlencode()}")
+
+
 class JobListCreateView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
@@ -78,19 +88,13 @@ class JobListCreateView(APIView):
         page, size = params["page"], params["page_size"]
         count = jobs.count()
         window = jobs[(page - 1) * size : page * size]
-
-        def link(number: int) -> str:
-            query_params = request.query_params.copy()
-            query_params["page"] = str(number)
-            return request.build_absolute_uri(f"{request.path}?{query_params.urlencode()}")
-
         return Response(
             {
                 "count": count,
                 "page": page,
                 "page_size": size,
-                "next": link(page + 1) if page * size < count else None,
-                "previous": link(page - 1) if page > 1 else None,
+                "next": page_link(request, page + 1) if page * size < count else None,
+                "previous": page_link(request, page - 1) if page > 1 else None,
                 "results": JobSerializer(window, many=True, context={"request": request}).data,
             }
         )
@@ -144,6 +148,36 @@ class JobDetailView(APIView):
     def delete(self, request, job_id):
         services.job_delete(job=_owned_job(request, job_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JobPagesView(APIView):
+    @extend_schema(parameters=[JobPagesQuerySerializer], responses={200: JobPagesSerializer})
+    def get(self, request, job_id):
+        """The job's pages with every detail, a page of them at a time."""
+        job = _owned_job(request, job_id)
+        query = JobPagesQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        pages = selectors.job_pages_listed(
+            job=job,
+            statuses=params.get("status", []),
+            needs_review=params.get("needs_review"),
+            finished_after=params.get("finished_after"),
+            sort=params["sort"],
+        )
+        number, size = params["page"], params["page_size"]
+        count = pages.count()
+        window = pages[(number - 1) * size : number * size]
+        return Response(
+            {
+                "count": count,
+                "page": number,
+                "page_size": size,
+                "next": page_link(request, number + 1) if number * size < count else None,
+                "previous": page_link(request, number - 1) if number > 1 else None,
+                "results": PageSerializer(window, many=True).data,
+            }
+        )
 
 
 class JobCancelView(APIView):

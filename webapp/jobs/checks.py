@@ -5,18 +5,26 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
-from model.engines.registry import engine_names
+from model.engines.registry import job_engine_names
 
 
 @register()
 def check_engine_and_limits(app_configs, **kwargs):
     problems: list[CheckMessage] = []
-    if settings.FOLIO_DEFAULT_ENGINE not in engine_names():
+    if settings.FOLIO_DEFAULT_ENGINE not in job_engine_names():
         problems.append(
             Error(
                 f"FOLIO_DEFAULT_ENGINE={settings.FOLIO_DEFAULT_ENGINE!r} is not an engine",
-                hint=f"use one of: {', '.join(engine_names())}",
+                hint=f"use one of: {', '.join(job_engine_names())}",
                 id="folio.E001",
+            )
+        )
+    if not 0.0 < settings.FOLIO_AUTO_THRESHOLD <= 1.0:
+        problems.append(
+            Error(
+                f"FOLIO_AUTO_THRESHOLD={settings.FOLIO_AUTO_THRESHOLD} is not a review score",
+                hint="a review score is above 0 and at most 1 (docs/QUALITY.md: the auto engine)",
+                id="folio.E003",
             )
         )
     if settings.FOLIO_PAGE_TIME_LIMIT <= settings.FOLIO_PAGE_SOFT_TIME_LIMIT:

@@ -17,7 +17,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from webapp.jobs.models import Job, Page
@@ -35,23 +35,24 @@ def jobs_waiting_for_engines(
         return 0
     now = now or timezone.now()
     active = Job.objects.filter(status__in=Job.ACTIVE)
-    active.exclude(waiting_for="").filter(engine__in=served).update(
+    # Queued pages whose engine (the job's; for an ``auto`` job, ``local`` or the VLM engine
+    # a page was escalated to) no live worker serves.
+    stranded = Page.objects.filter(status=Page.Status.QUEUED, job__status__in=Job.ACTIVE).exclude(
+        engine__in=served
+    )
+    active.exclude(waiting_for="").exclude(pk__in=stranded.values("job_id")).update(
         waiting_for="", waiting_since=None
     )
-    unserved_with_queued_pages = (
-        Page.objects.filter(status=Page.Status.QUEUED, job__status__in=Job.ACTIVE)
-        .exclude(job__engine__in=served)
-        .values("job_id")
-    )
-    marked = active.filter(pk__in=unserved_with_queued_pages, waiting_for="").update(
-        waiting_for=F("engine"), waiting_since=now
+    marked = active.filter(pk__in=stranded.values("job_id"), waiting_for="").update(
+        waiting_for=Subquery(stranded.filter(job_id=OuterRef("pk")).values("engine")[:1]),
+        waiting_since=now,
     )
     if marked:
         logger.warning("%d jobs wait for an engine that no live worker serves", marked)
     overdue = active.exclude(waiting_for="").filter(waiting_since__lte=now - limit)
     return sum(
         _job_stop_waiting(job_id=job_id, engine=engine, limit=limit, now=now)
-        for job_id, engine in overdue.values_list("pk", "engine")
+        for job_id, engine in overdue.values_list("pk", "waiting_for")
     )
 
 

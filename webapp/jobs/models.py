@@ -6,6 +6,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 
+from model.engines.auto import reading_engine
+
 
 class Document(models.Model):
     """An uploaded file, stored once per content (the storage name is its SHA-256), owned by
@@ -91,6 +93,12 @@ class Job(models.Model):
     engine_metrics = models.JSONField(default=dict, blank=True)
     # Pages whose quality signals say a person should look (model.quality.signals).
     pages_needing_review = models.PositiveIntegerField(default=0)
+    # ``auto`` jobs (model.engines.auto): pages read again by a VLM engine, the seconds the
+    # VLM engines spent on them, and pages whose score passed FOLIO_AUTO_THRESHOLD that stayed
+    # as ``local`` read them (no VLM engine served, or the token budget spent).
+    pages_escalated = models.PositiveIntegerField(default=0)
+    vlm_seconds = models.FloatField(default=0.0)
+    pages_left_local = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -173,6 +181,13 @@ class Page(models.Model):
     # Handed over by its engine (a runaway decode under speculation): its messages go to the
     # engine's no-speculation queue (webapp.core.queues.plain_queue).
     decode_plain = models.BooleanField(default=False)
+    # The engine whose queue the page's messages go to, and once it is done, the engine whose
+    # reading it holds: the job's engine, except in ``auto`` jobs (``local`` first, then the
+    # VLM engine a page is escalated to, model.engines.auto).
+    engine = models.CharField(max_length=50, blank=True)
+    # An ``auto`` job's page: whether it was escalated and why, which reading was kept and why;
+    # while it waits for the VLM, the local reading it would keep (``local``). Empty otherwise.
+    escalation = models.JSONField(default=dict, blank=True)
     worker = models.CharField(
         max_length=200, blank=True, help_text="hostname:pid of the last claim"
     )
@@ -212,3 +227,10 @@ class Page(models.Model):
 
     def __str__(self) -> str:
         return f"page {self.number} of {self.job_id} ({self.status})"
+
+    def save(self, *args, **kwargs) -> None:
+        # A page made one by one (submission writes them in bulk, naming it) is read by its
+        # job's engine first.
+        if not self.engine and self.job_id:
+            self.engine = reading_engine(self.job.engine)
+        super().save(*args, **kwargs)

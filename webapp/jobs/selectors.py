@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 from django.utils import timezone
 
+from model.engines.auto import AUTO
 from webapp.jobs.models import Job, Page
 
 
@@ -64,8 +66,68 @@ def job_progress(*, job: Job, now: datetime | None = None) -> dict:
     }
 
 
+def job_auto_summary(*, job: Job) -> dict | None:
+    """What an ``auto`` job's pages came to (``None`` for other jobs): the pages a VLM engine
+    read again, their share of the job's pages, the seconds the VLM engines spent, and the
+    pages whose score passed the threshold but stayed as ``local`` read them (no VLM engine
+    served, or the token budget spent), with a note saying so."""
+    if job.engine != AUTO:
+        return None
+    share = job.pages_escalated / job.pages_total if job.pages_total else 0.0
+    summary: dict = {
+        "threshold": settings.FOLIO_AUTO_THRESHOLD,
+        "pages_escalated": job.pages_escalated,
+        "share_escalated": round(share, 3),
+        "vlm_seconds": round(job.vlm_seconds, 3),
+        "pages_left_local": job.pages_left_local,
+    }
+    if job.pages_left_local:
+        summary["note"] = (
+            f"{job.pages_left_local} page(s) whose review score reached the threshold stayed "
+            "as the local engine read them: no VLM engine was served, or the job's token "
+            "budget was spent"
+        )
+    return summary
+
+
 def job_pages(*, job: Job) -> QuerySet[Page]:
     return job.pages.order_by("number")
+
+
+def job_page_summary(*, job: Job) -> dict:
+    """How many of the job's pages are in each state, and how many need review: what a
+    status poll needs, the same size for a page or two thousand (one grouped count)."""
+    grouped = job.pages.order_by().values("status").annotate(count=Count("pk"))
+    counts = {row["status"]: row["count"] for row in grouped}
+    return {
+        "total": job.pages_total,
+        **{status: counts.get(status, 0) for status in Page.Status.values},
+        "needs_review": job.pages_needing_review,
+    }
+
+
+def job_pages_listed(
+    *,
+    job: Job,
+    statuses: Iterable[str] = (),
+    needs_review: bool | None = None,
+    finished_after: datetime | None = None,
+    sort: str = "number",
+) -> QuerySet[Page]:
+    """The job's pages for the page list: in page order, or the most doubtful first
+    (``sort="review"``), filtered by status, review flag, or finishing after a moment (what
+    a poller has not seen yet)."""
+    pages = job.pages.all()
+    statuses = list(statuses)
+    if statuses:
+        pages = pages.filter(status__in=statuses)
+    if needs_review is not None:
+        pages = pages.filter(needs_review=needs_review)
+    if finished_after is not None:
+        pages = pages.filter(finished_at__gt=finished_after)
+    if sort == "review":
+        return pages.order_by(F("review_score").desc(nulls_last=True), "number")
+    return pages.order_by("number")
 
 
 def job_pages_for_review(*, job: Job, view: str = "") -> QuerySet[Page]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from django.db.models import F
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.reverse import reverse
 
@@ -8,7 +8,13 @@ from model.layout import BLOCK_TYPES
 from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.jobs.models import Job, Page
 from webapp.jobs.outputs import PAGE_MARKER_MAX
-from webapp.jobs.selectors import job_progress, job_unread_script_pages
+from webapp.jobs.selectors import (
+    job_auto_summary,
+    job_page_summary,
+    job_pages_listed,
+    job_progress,
+    job_unread_script_pages,
+)
 
 
 class JobCreateSerializer(serializers.Serializer):
@@ -19,7 +25,15 @@ class JobCreateSerializer(serializers.Serializer):
         max_length=200,
         help_text="e.g. `1-3,7`; all pages if empty",
     )
-    engine = serializers.CharField(required=False, allow_blank=True, max_length=50)
+    engine = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=50,
+        help_text="an engine (`GET /v1/models` lists those served now), or `auto`: every page "
+        "read by `local`, and the pages whose review score reaches FOLIO_AUTO_THRESHOLD read "
+        "again by the best VLM engine a worker serves; the server's FOLIO_DEFAULT_ENGINE if "
+        "left out",
+    )
     table_format = serializers.ChoiceField(choices=["markdown", "html", "auto"], required=False)
     figures = serializers.BooleanField(
         required=False,
@@ -95,12 +109,16 @@ class JobListQuerySerializer(serializers.Serializer):
 
 
 class PageSerializer(serializers.ModelSerializer):
+    escalation = serializers.SerializerMethodField()
+
     class Meta:
         model = Page
         fields = [
             "number",
             "status",
             "attempts",
+            "engine",
+            "escalation",
             "method",
             "input_tokens",
             "output_tokens",
@@ -119,10 +137,26 @@ class PageSerializer(serializers.ModelSerializer):
         # /v1/jobs/{id}/figures/{name}.
         # `quality`: the page's signals, its review `score` (0-1) and, when `needs_review`
         # (the score reached the job's threshold), the reasons.
+        # `engine`: the engine whose reading the page holds (while it is read: the engine
+        # reading it).
         extra_kwargs = {"extra": {"read_only": True}, "quality": {"read_only": True}}
 
+    def get_escalation(self, page: Page) -> dict | None:
+        """An ``auto`` job's page: whether its local reading was sent to a VLM engine (its
+        review score, the threshold, the reasons), and which reading was kept and why;
+        ``null`` for other jobs' pages. The local reading a page holds while it waits for
+        the VLM is not shown (``waiting`` says it waits)."""
+        if not page.escalation:
+            return None
+        shown = {key: value for key, value in page.escalation.items() if key != "local"}
+        if "local" in page.escalation and page.status != Page.Status.SUCCEEDED:
+            shown["waiting"] = True
+        return shown
 
-class JobDetailQuerySerializer(serializers.Serializer):
+
+class PageFilterSerializer(serializers.Serializer):
+    """Which pages a page list holds, and in what order."""
+
     sort = serializers.ChoiceField(
         choices=["number", "review"],
         required=False,
@@ -137,6 +171,52 @@ class JobDetailQuerySerializer(serializers.Serializer):
     )
 
 
+class JobDetailQuerySerializer(PageFilterSerializer):
+    include = serializers.ChoiceField(
+        choices=["pages"],
+        required=False,
+        help_text="`pages`: every page's details in `pages` (sorted and filtered by `sort` "
+        "and `needs_review`); without it the status document has the counts in "
+        "`page_summary` only, whatever the job's length (the pages a page at a time: "
+        "`GET /v1/jobs/{id}/pages`)",
+    )
+
+
+class JobPagesQuerySerializer(PageFilterSerializer):
+    status = serializers.CharField(
+        required=False, help_text="one page status or several, comma-separated"
+    )
+    finished_after = serializers.DateTimeField(
+        required=False,
+        help_text="ISO 8601: only pages that finished after this moment (what a poller has not "
+        "seen yet: the latest `finished_at` it saw)",
+    )
+    page = serializers.IntegerField(required=False, min_value=1, max_value=10_000_000, default=1)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
+
+    def validate_status(self, value: str) -> list[str]:
+        statuses = [item.strip() for item in value.split(",") if item.strip()]
+        unknown = [item for item in statuses if item not in Page.Status.values]
+        if unknown:
+            raise serializers.ValidationError(
+                f"unknown page status {', '.join(unknown)}; use any of: "
+                f"{', '.join(Page.Status.values)}"
+            )
+        return statuses
+
+
+class PageSummarySerializer(serializers.Serializer):
+    """The job's pages counted by state: the same size for one page or two thousand."""
+
+    total = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    needs_review = serializers.IntegerField(help_text="finished pages flagged for review")
+
+
 class PageResultSerializer(PageSerializer):
     class Meta(PageSerializer.Meta):
         fields = [*PageSerializer.Meta.fields, "markdown"]
@@ -149,6 +229,7 @@ class JobSerializer(serializers.ModelSerializer):
     review = serializers.SerializerMethodField()
     links = serializers.SerializerMethodField()
     waiting_for = serializers.SerializerMethodField()
+    auto = serializers.SerializerMethodField()
 
     class Meta:
         model = Job
@@ -162,6 +243,7 @@ class JobSerializer(serializers.ModelSerializer):
             "progress",
             "usage",
             "review",
+            "auto",
             "created_at",
             "started_at",
             "finished_at",
@@ -187,6 +269,12 @@ class JobSerializer(serializers.ModelSerializer):
     def get_review(self, job: Job) -> dict:
         """How many finished pages the quality signals flagged for a person to check."""
         return {"pages_needing_review": job.pages_needing_review}
+
+    def get_auto(self, job: Job) -> dict | None:
+        """An ``auto`` job (``null`` for others): the pages read again by a VLM engine, their
+        share of the job's pages, the seconds the VLM engines spent, and the pages whose score
+        passed the threshold but stayed as ``local`` read them, with a note saying why."""
+        return job_auto_summary(job=job)
 
     def get_progress(self, job: Job) -> dict:
         return job_progress(job=job)
@@ -221,14 +309,22 @@ class JobSerializer(serializers.ModelSerializer):
             "result": reverse("job-result", args=[job.id], request=request),
             "cancel": reverse("job-cancel", args=[job.id], request=request),
             "deliveries": reverse("job-deliveries", args=[job.id], request=request),
+            "pages": reverse("job-pages", args=[job.id], request=request),
         }
 
 
 class JobDetailSerializer(JobSerializer):
-    pages = serializers.SerializerMethodField()
+    """The status document: the job, its progress and its pages counted by state
+    (``page_summary``); every page's details only when asked for (``include=pages``, in the
+    serializer's ``pages`` context), so that a poll of a long job stays small."""
+
+    page_summary = serializers.SerializerMethodField()
+    pages = serializers.SerializerMethodField(
+        help_text="only with `include=pages`: every page's details"
+    )
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "pages"]
+        fields = [*JobSerializer.Meta.fields, "page_summary", "pages"]
 
     def get_review(self, job: Job) -> dict:
         numbers = job.pages.filter(needs_review=True).order_by("number")
@@ -239,16 +335,34 @@ class JobDetailSerializer(JobSerializer):
             "unread_script_pages": job_unread_script_pages(job=job),
         }
 
+    @extend_schema_field(PageSummarySerializer)
+    def get_page_summary(self, job: Job) -> dict:
+        return job_page_summary(job=job)
+
+    @extend_schema_field(PageSerializer(many=True))
     def get_pages(self, job: Job) -> list[dict]:
         query = self.context.get("pages", {})
-        pages = job.pages.all()
-        if query.get("needs_review") is not None:
-            pages = pages.filter(needs_review=query["needs_review"])
-        if query.get("sort") == "review":
-            pages = pages.order_by(F("review_score").desc(nulls_last=True), "number")
-        else:
-            pages = pages.order_by("number")
+        pages = job_pages_listed(
+            job=job, needs_review=query.get("needs_review"), sort=query.get("sort", "number")
+        )
         return PageSerializer(pages, many=True).data
+
+    def to_representation(self, job: Job) -> dict:
+        if self.context.get("pages", {}).get("include") != "pages":
+            # Left out, not computed: the summary says what a poll needs.
+            self.fields.pop("pages", None)
+        return super().to_representation(job)
+
+
+class JobPagesSerializer(serializers.Serializer):
+    """``GET /v1/jobs/{id}/pages``: the job's pages, a page of them at a time."""
+
+    count = serializers.IntegerField()
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    next = serializers.URLField(allow_null=True)
+    previous = serializers.URLField(allow_null=True)
+    results = PageSerializer(many=True)
 
 
 # --- the result's other formats (`format=blocks|chunks|pdf`): query, and their documents ------

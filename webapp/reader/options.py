@@ -9,15 +9,17 @@ from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
+from model.engines.auto import AUTO
 from model.layout.chunks import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MIN_MAX_TOKENS
 from webapp.core.errors import bad_parameter
 
 MAX_TIMEOUT_SECONDS = 180
 # Bigger numbers are typos or probes, and would overflow a timedelta.
 MAX_WHOLE_NUMBER = 10**12
-# X-Respond-With values: the format of the answer, or the model to read with.
+# X-Respond-With values: the format of the answer, or the model to read with (``auto``: the
+# local engine, and the best VLM engine served for the pages it reads badly).
 TEXT_FORMATS = ("markdown", "content", "text")
-MODELS = ("jina-ocr-v1",)
+MODELS = ("jina-ocr-v1", AUTO)
 RESPOND_WITH = (*TEXT_FORMATS, *MODELS)
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}

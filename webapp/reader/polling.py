@@ -30,7 +30,11 @@ from webapp.jobs.result_http import (
     job_result_response,
     result_query,
 )
-from webapp.jobs.serializers import JobDetailSerializer, JobResultQuerySerializer
+from webapp.jobs.serializers import (
+    JobDetailQuerySerializer,
+    JobDetailSerializer,
+    JobResultQuerySerializer,
+)
 
 _SALT = "folio.reader.poll"
 
@@ -75,14 +79,18 @@ class ReaderPollView(_CapabilityView):
     """``GET /v1/reader/jobs/<token>``: the job, as the jobs API shows it."""
 
     @extend_schema(
+        parameters=[JobDetailQuerySerializer],
         responses={
             200: JobDetailSerializer,
             404: OpenApiResponse(description="no such poll link, or it has expired"),
-        }
+        },
     )
     def get(self, request, token: str):
         job = job_for_token(token)
-        body = JobDetailSerializer(job, context={"request": request}).data
+        query = JobDetailQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        context = {"request": request, "pages": query.validated_data}
+        body = JobDetailSerializer(job, context=context).data
         # Links that work for this caller: the capability ones, not the key-only jobs API.
         body["links"] = {
             "self": request.build_absolute_uri(reverse("reader-poll", args=[token])),

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
+from model.engines.auto import AUTO
 from model.plaintext import markdown_to_text
 from webapp.core.error_body import error_body
 from webapp.core.errors import ApiError, unprocessable
@@ -36,7 +37,15 @@ def reader_data(*, job: Job, source: Source, options: ReaderOptions) -> dict:
         "usage": {"tokens": job.input_tokens + job.output_tokens},
         # Pages with text in a script no installed OCR model reads: their text is missing.
         "unreadScriptPages": selectors.job_unread_script_pages(job=job),
+        **_auto(job),
     }
+
+
+def _auto(job: Job) -> dict:
+    """An ``auto`` job's figures (Folio's own field): pages sent to a VLM engine, their share,
+    the VLM seconds."""
+    summary = selectors.job_auto_summary(job=job)
+    return {} if summary is None else {"auto": summary}
 
 
 def _body(markdown: str, options: ReaderOptions) -> dict:
@@ -201,6 +210,10 @@ def _page_data(*, job: Job, page: Page, source: Source, options: ReaderOptions) 
         "numPages": job.document.page_count,
         "usage": {"tokens": page.input_tokens + page.output_tokens},
     }
+    if job.engine == AUTO and page.engine:
+        # Which engine's reading this page is, and why it was sent on (Folio's own fields).
+        data["engine"] = page.engine
+        data["escalation"] = {k: v for k, v in page.escalation.items() if k != "local"}
     if page.status == Page.Status.FAILED:
         data["error"] = page.error
     return data

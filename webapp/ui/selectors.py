@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from model.engines.auto import with_auto
 from model.engines.registry import engine_names
 from webapp.core.workers import serving_engines
 from webapp.jobs import selectors as job_selectors
@@ -51,7 +52,7 @@ def engines_available() -> tuple[list[str], str]:
         # The queue being down must not take the upload page with it.
         logger.warning("could not ask the workers which engines they serve", exc_info=True)
         serving = set()
-    names = [name for name in engine_names() if name in serving]
+    names = with_auto(name for name in engine_names() if name in serving)
     if names:
         return names, ""
     note = (

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import zipfile
+from pathlib import PurePath
 
 from django.core.files import File
 from django.core.files.storage import default_storage
@@ -28,10 +29,15 @@ class PageImageNotReady(Exception):
     """A worker has not drawn the page yet (it is waiting, or being drawn on request)."""
 
 
-def page_image_stored(*, job: Job, number: int, full: bool = False) -> File:
-    """The page's image as the worker stored it, open for reading. Nothing is drawn here: a
-    page's drawing can take minutes (docs/RELIABILITY.md), and the web process must answer
-    everyone else meanwhile."""
+# What a stored page image is, by its name: one WebP a page (model.page_images), or the
+# JPEG of a job read before (its panel's, the smaller of its two).
+IMAGE_TYPES = {".webp": "image/webp", ".jpg": "image/jpeg"}
+
+
+def page_image_stored(*, job: Job, number: int) -> File:
+    """The page's image as the worker stored it, open for reading (its type:
+    ``image_type``). Nothing is drawn here: a page's drawing can take minutes
+    (docs/RELIABILITY.md), and the web process must answer everyone else meanwhile."""
     document = job.document
     if document.file_deleted_at is not None or job.is_expired:
         raise PageImageUnavailable("the document's file was deleted when its results expired")
@@ -40,13 +46,13 @@ def page_image_stored(*, job: Job, number: int, full: bool = False) -> File:
         raise PageImageUnavailable("that page is not part of this job")
     fmt = format_of(document.mime_type)
     if fmt is not None and fmt.kind in CONVERTED_KINDS:
-        return _stored_office_page_image(job, page, full=full, name=fmt.name)
-    try:
-        return default_storage.open(
-            job_services.page_image_name(job_id=job.pk, number=number, full=full), "rb"
-        )
-    except FileNotFoundError:
-        pass
+        return _stored_office_page_image(job, page, name=fmt.name)
+    name = job_services.page_image_name(job_id=job.pk, number=number)
+    for stored in (name, name.removesuffix(PurePath(name).suffix) + ".jpg"):
+        try:
+            return default_storage.open(stored, "rb")
+        except FileNotFoundError:
+            pass
     if page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
         raise PageImageNotReady("the page is drawn when a worker reads it")
     if page.status == Page.Status.SUCCEEDED:
@@ -56,8 +62,12 @@ def page_image_stored(*, job: Job, number: int, full: bool = False) -> File:
     raise PageImageUnavailable("this page could not be drawn")
 
 
+def image_type(stored: File) -> str:
+    return IMAGE_TYPES.get(PurePath(stored.name or "").suffix, "application/octet-stream")
+
+
 def stored_page_image(page: Page) -> dict:
-    """Where the worker stored an Office page's images ({} where it drew none)."""
+    """Where the worker stored an Office page's image ({} where it drew none)."""
     image = page.extra.get("page_image") if isinstance(page.extra, dict) else None
     return image if isinstance(image, dict) else {}
 
@@ -70,11 +80,11 @@ def office_images_drawable(mime_type: str) -> bool:
     return fmt is not None and renditions.rendered(fmt)
 
 
-def _stored_office_page_image(job: Job, page: Page, *, full: bool, name: str) -> File:
+def _stored_office_page_image(job: Job, page: Page, *, name: str) -> File:
     """An Office or OpenDocument page's image, drawn by the worker from LibreOffice's layout
     of the document (model.formats.renditions) and stored with the job's results; a page that
     no worker read (answered from the result cache) is drawn on request."""
-    path = stored_page_image(page).get("full_path" if full else "path")
+    path = stored_page_image(page).get("path")
     if not path and page.status in (Page.Status.QUEUED, Page.Status.RUNNING):
         raise PageImageNotReady("the page is drawn when a worker reads it")
     if (

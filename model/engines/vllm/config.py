@@ -5,7 +5,7 @@ Nothing here imports vLLM, so a bad setting is reported before the heavy import.
 | variable | default | what |
 |---|---|---|
 | ``FOLIO_VLLM_MODEL`` | (required) | the checkpoint's folder (jina-ocr-v1 or DeepSeek-OCR) |
-| ``FOLIO_VLLM_SPECULATION`` | see below | ``k1-graphs``, ``k3-eager``, ``ngram-k3``, ``off`` |
+| ``FOLIO_VLLM_SPECULATION`` | see below | a preset: ``k3-graphs``, ``k1-graphs``, ``off``... |
 | ``FOLIO_VLLM_PAGES_IN_FLIGHT`` | 32 | pages decoded at once (vLLM's ``max_num_seqs``) |
 | ``FOLIO_VLLM_MAX_TOKENS`` | 8192 | output cap per page (``max_model_len`` follows from it) |
 | ``FOLIO_VLLM_PAGE_TIMEOUT`` | 300 | seconds before a page's request is aborted |
@@ -16,12 +16,17 @@ Nothing here imports vLLM, so a bad setting is reported before the heavy import.
 | ``FOLIO_VLLM_ENGINE_ARGS`` | ``{}`` | JSON of further vLLM engine arguments (they win) |
 | ``FOLIO_VLLM_FALLBACK_ENGINE_ARGS`` | ``{}`` | the same, for the fallback engine only |
 
-The speculation preset, when not set: ``k1-graphs`` (MTP, one draft token, CUDA graphs) for a
-checkpoint with a FastMTP draft head, ``k3-eager`` where graphs are off
-(``"enforce_eager": true`` in ``FOLIO_VLLM_ENGINE_ARGS``), ``off`` for a checkpoint without a
-draft head. The seeds measured K=1 with CUDA graphs as the best point (158.3 → 185.6 tok/s);
-K=3 pays only in eager mode. An MTP preset asked for on a checkpoint without a draft head is an
-error, never a silent fall back.
+The presets: ``k1-graphs``, ``k3-graphs``, ``k1-eager``, ``k3-eager`` (MTP at K=1 or 3, with CUDA
+graphs or eager), ``ngram-k3``, ``off`` and ``off-eager``. The output cap, when not set, is
+lowered to what the decoder's ``max_position_embeddings`` leaves (``launch.plan_launch``).
+
+The speculation preset, when not set: MTP for a checkpoint with a FastMTP draft head, at the
+checkpoint's own K (its config's ``mtp_num_speculative_steps``; 1 without the key), with CUDA
+graphs unless ``"enforce_eager": true`` is in ``FOLIO_VLLM_ENGINE_ARGS``; ``off`` for a
+checkpoint without a draft head. The seeds measured K=1 with CUDA graphs as the best point
+(158.3 → 185.6 tok/s) and K=3 paying only in eager mode: docs/GPU.md's bench decides on the
+real machine, and ``FOLIO_VLLM_SPECULATION`` pins what it found. An MTP preset asked for on a
+checkpoint without a draft head is an error, never a silent fall back.
 
 Tiles: vLLM 0.32 caps DeepSeek-OCR's Gundam grid at ``MAX_CROPS = 6`` (a module constant in
 vllm/transformers_utils/processors/deepseek_ocr.py, which its placeholder count also uses), so
@@ -68,6 +73,8 @@ class Speculation:
 
 PRESETS: dict[str, Speculation] = {
     "k1-graphs": Speculation("k1-graphs", "mtp", 1, eager=False),
+    "k3-graphs": Speculation("k3-graphs", "mtp", 3, eager=False),
+    "k1-eager": Speculation("k1-eager", "mtp", 1, eager=True),
     "k3-eager": Speculation("k3-eager", "mtp", 3, eager=True),
     # n-gram prompt lookup: needs no draft head.
     "ngram-k3": Speculation("ngram-k3", "ngram", 3, eager=True),
@@ -78,8 +85,10 @@ PRESETS: dict[str, Speculation] = {
 # vLLM 0.32's tile cap for DeepSeek-OCR (MAX_CROPS in its processor); see the module docstring.
 VLLM_MAX_TILES = 6
 # Room for the prompt's text tokens (BOS, the newline after the image, the instruction) in
-# max_model_len; the engine checks the real count against it on every page.
-PROMPT_TEXT_ALLOWANCE = 64
+# max_model_len: jina-ocr-v1's longer prompt fits (prompt.py); the launch counts the prompt
+# with the checkpoint's tokenizer and refuses one that does not fit (``launch.plan_launch``).
+PROMPT_TEXT_ALLOWANCE = 192
+DEFAULT_MAX_TOKENS = 8192
 
 
 def max_image_placeholders(max_tiles: int = VLLM_MAX_TILES) -> int:
@@ -88,10 +97,17 @@ def max_image_placeholders(max_tiles: int = VLLM_MAX_TILES) -> int:
     return max(gundam.placeholder_count(grid) for grid in grids)
 
 
-def default_preset(*, has_draft: bool, extra_args: dict[str, Any]) -> Speculation:
+def default_preset(
+    *, has_draft: bool, extra_args: dict[str, Any], draft_k: int | None = None
+) -> Speculation:
+    """MTP at the checkpoint's K (``draft_k``, its ``mtp_num_speculative_steps``; 1 without
+    it), CUDA graphs unless the engine arguments turn them off; ``off`` without a draft head."""
     if not has_draft:
         return PRESETS["off"]
-    return PRESETS["k3-eager" if extra_args.get("enforce_eager") else "k1-graphs"]
+    k = draft_k or 1
+    eager = bool(extra_args.get("enforce_eager"))
+    name = f"k{k}-{'eager' if eager else 'graphs'}"
+    return PRESETS.get(name) or Speculation(name, "mtp", k, eager=eager)
 
 
 # DeepSeek-OCR's n-gram blocker (the logits processor) as its own scripts set it up.
@@ -107,7 +123,9 @@ class VllmConfig:
     # None: chosen by the checkpoint when the engine loads (``default_preset``).
     speculation: Speculation | None = None
     pages_in_flight: int = 32
-    max_tokens: int = 8192
+    # None (unset): DEFAULT_MAX_TOKENS, lowered by the launch to what the decoder's positions
+    # leave (``launch.plan_launch``).
+    max_tokens: int | None = None
     page_timeout: float = 300.0
     prompt: str = JINA_OCR_PROMPT
     repetition_fallback: bool = False
@@ -118,6 +136,9 @@ class VllmConfig:
     # Benchmarks on a folder without weights only: every page decodes exactly this many tokens
     # (EOS ignored); the repetition guard is then off.
     fixed_output_tokens: int = 0
+    # DeepSeek-OCR's n-gram blocker on every page decoded without speculation (the product's
+    # way); a benchmark turns it off to decode every preset under the same constraints.
+    ngram_blocker: bool = True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> VllmConfig:
@@ -138,7 +159,7 @@ class VllmConfig:
             model=model,
             speculation=PRESETS[preset] if preset else None,
             pages_in_flight=env_int("FOLIO_VLLM_PAGES_IN_FLIGHT", 32, minimum=1, environ=env),
-            max_tokens=env_int("FOLIO_VLLM_MAX_TOKENS", 8192, minimum=1, environ=env),
+            max_tokens=env_int("FOLIO_VLLM_MAX_TOKENS", 0, minimum=1, environ=env) or None,
             page_timeout=float(env_int("FOLIO_VLLM_PAGE_TIMEOUT", 300, minimum=1, environ=env)),
             prompt=env_str("FOLIO_VLLM_PROMPT", environ=env).strip() or JINA_OCR_PROMPT,
             repetition_fallback=fallback == "on",
@@ -152,9 +173,13 @@ class VllmConfig:
         )
 
     @property
+    def output_cap(self) -> int:
+        return self.max_tokens or DEFAULT_MAX_TOKENS
+
+    @property
     def max_model_len(self) -> int:
         """Visual tokens of the widest page + the prompt's text + the output cap."""
-        return max_image_placeholders() + PROMPT_TEXT_ALLOWANCE + self.max_tokens
+        return max_image_placeholders() + PROMPT_TEXT_ALLOWANCE + self.output_cap
 
     def engine_args(self, *, speculation: Speculation | None) -> dict[str, Any]:
         """vLLM ``EngineArgs`` for the main engine (with ``speculation``) or the fallback."""

@@ -3,9 +3,11 @@
 Read from the checkpoint's files only (``config.json`` and the safetensors headers), without
 vLLM or torch, so the worker and the preflight decide before anything heavy is imported.
 
-Draft tensors are recognised in the two layouts Folio's loader reads (``model.fastmtp.loader``):
-jina-ocr-v1's ``mtp_module.*`` / ``mtp_embed_tokens.*``, and DeepSeek-V3's
-``model.layers.<num_hidden_layers>.*`` (the layer after the decoder's last).
+Draft tensors go through the same mapping every loader uses (``model.fastmtp.layout``):
+jina-ocr-v1 as published (``mtp_module.heads.0.*``), ``mtp_module.*`` / ``mtp_embed_tokens.*``,
+or DeepSeek-V3's ``model.layers.<num_hidden_layers>.*``; every shape is checked against the
+decoder's config. What the mapping refuses is kept here as the head's ``error``, which stops an
+MTP launch (``launch.plan_launch``).
 
 The routes that can serve them, in order:
 
@@ -27,12 +29,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from model.engines.vllm.memory import read_header, text_config
+from model.fastmtp.layout import (
+    DraftLoadError,
+    DraftPlan,
+    check_shapes,
+    is_draft_like,
+    plan_draft,
+    text_section,
+)
+from model.safetensors_index import tensor_shapes
 
-JINA_PREFIXES = ("mtp_module.", "mtp_embed_tokens.")
 PLUGIN_VARIABLE = "FOLIO_VLLM_PLUGIN"
 # The architectures Folio's own FastMTP registration knows how to serve.
 FOLIO_ROUTE_ARCHITECTURES = ("DeepseekOCRForCausalLM",)
+# What Folio's registration of the target leaves out of the decoder's weights, for the draft
+# (``fastmtp_vllm._without_draft``); other draft-like names would reach vLLM's DeepSeek-OCR
+# loader, which refuses a tensor it has no parameter for.
+FILTERED_PREFIXES = ("mtp_module.", "mtp_embed_tokens.")
 
 
 class DraftRouteError(RuntimeError):
@@ -41,14 +54,18 @@ class DraftRouteError(RuntimeError):
 
 @dataclass(frozen=True)
 class DraftHead:
-    layout: str  # "mtp_module" | "deepseek-v3" | "" (none)
-    tensors: int
-    own_embedding: bool
-    own_head: bool
+    tensors: list[str]  # every draft-like tensor name in the checkpoint
+    plan: DraftPlan | None  # how Folio's loaders place them; None with an error or no draft
+    error: str = ""  # why the mapping refuses them
+    filtered: bool = True  # every draft-like tensor is one the target's loader leaves out
 
     @property
     def present(self) -> bool:
-        return self.tensors > 0
+        return bool(self.tensors)
+
+    @property
+    def layout(self) -> str:
+        return self.plan.layout if self.plan else ""
 
 
 @dataclass(frozen=True)
@@ -61,7 +78,7 @@ class Checkpoint:
 
     @property
     def text(self) -> dict[str, Any]:
-        return text_config(self.config)
+        return dict(text_section(self.config))
 
 
 def read_checkpoint(folder: str | Path) -> Checkpoint:
@@ -83,38 +100,21 @@ def read_checkpoint(folder: str | Path) -> Checkpoint:
     )
 
 
-def tensor_names(folder: Path) -> list[str]:
-    names: list[str] = []
-    for shard in sorted(folder.glob("*.safetensors")):
-        names.extend(read_header(shard))
-    return names
-
-
 def draft_head(folder: Path, config: dict[str, Any]) -> DraftHead:
-    names = tensor_names(folder)
-    jina = [n for n in names if n.startswith(JINA_PREFIXES)]
-    if jina:
-        return DraftHead(
-            layout="mtp_module",
-            tensors=len(jina),
-            own_embedding=any(
-                n.startswith("mtp_embed_tokens.") or n.endswith("mtp_module.embed_tokens.weight")
-                for n in jina
-            ),
-            own_head=any(".shared_head.head." in n for n in jina),
-        )
-    layers = text_config(config).get("num_hidden_layers")
-    if layers is not None:
-        prefix = f"model.layers.{int(layers)}."
-        v3 = [n for n in names if n.startswith(prefix)]
-        if v3:
-            return DraftHead(
-                layout="deepseek-v3",
-                tensors=len(v3),
-                own_embedding=any(n.startswith(prefix + "embed_tokens.") for n in v3),
-                own_head=any(n.startswith(prefix + "shared_head.head.") for n in v3),
-            )
-    return DraftHead(layout="", tensors=0, own_embedding=False, own_head=False)
+    """The draft tensors, mapped and shape-checked as Folio's loaders would."""
+    shapes = tensor_shapes(folder)
+    layers = text_section(config).get("num_hidden_layers")
+    num_layers = int(layers) if layers is not None else None
+    names = sorted(n for n in shapes if is_draft_like(n, num_layers))
+    v3 = f"model.layers.{num_layers}."
+    filtered = all(n.startswith(FILTERED_PREFIXES) or n.startswith(v3) for n in names)
+    try:
+        plan = plan_draft(shapes, config)
+        if plan is not None:
+            check_shapes(plan, shapes, config)
+    except (DraftLoadError, KeyError, ValueError) as exc:
+        return DraftHead(names, None, str(exc), filtered)
+    return DraftHead(names, plan, "", filtered)
 
 
 def named_plugin(environ: Any = None) -> str:
@@ -136,8 +136,8 @@ def route(checkpoint: Checkpoint, named: str = "") -> str:
     if checkpoint.architecture in FOLIO_ROUTE_ARCHITECTURES:
         return "folio"
     raise DraftRouteError(
-        f"{checkpoint.folder} has {checkpoint.draft.tensors} FastMTP draft tensors"
-        f" ({checkpoint.draft.layout} layout) but architecture {checkpoint.architecture!r}"
-        f" has no route that serves them in vLLM: name its glue with"
+        f"{checkpoint.folder} has {len(checkpoint.draft.tensors)} FastMTP draft tensors"
+        f" ({checkpoint.draft.layout or 'unplaced'} layout) but architecture"
+        f" {checkpoint.architecture!r} has no route that serves them in vLLM: name its glue with"
         f" {PLUGIN_VARIABLE}=module:function, or choose FOLIO_VLLM_SPECULATION=off"
     )

@@ -52,9 +52,10 @@ from model.engines.vllm.config import (
     NGRAM_WHITELIST_TOKENS,
     NGRAM_WINDOW,
     VLLM_MAX_TILES,
+    Speculation,
     VllmConfig,
 )
-from model.engines.vllm.launch import plan_launch
+from model.engines.vllm.launch import plan_launch, runtime_problems
 from model.engines.vllm.prompt import IMAGE_TOKEN
 from model.layout import page_size_points
 from model.layout.grounding import grounded_layout
@@ -116,8 +117,12 @@ class VllmEngine:
             self._load()
 
     def _load(self) -> None:
-        config = self.config
-        launch = plan_launch(config)
+        problems = runtime_problems()
+        if problems:
+            raise EngineError("vLLM cannot serve this checkpoint here: " + "; ".join(problems))
+        launch = plan_launch(self.config)
+        # The settings as resolved for this checkpoint (the output cap within its positions).
+        config = self._config = launch.config
         launch.memory.check()
         for line in launch.memory.lines():
             logger.info("memory plan: %s", line)
@@ -127,7 +132,7 @@ class VllmEngine:
         self._prompt = launch.prompt
         self._start_loop()
         # Without speculation the main engine runs DeepSeek-OCR's n-gram blocker itself.
-        self._main = self._call(_start_engine(launch.engine_args, ngram=speculation.method is None))
+        self._main = self._call(_start_engine(launch.engine_args, ngram=self._blocker(speculation)))
         guarded = config.repetition_fallback and not config.fixed_output_tokens
         if speculation.method is not None and guarded:
             self._fallback = self._call(_start_engine(config.fallback_args(), ngram=True))
@@ -147,7 +152,9 @@ class VllmEngine:
             "draft_glue": launch.route or "none",
             "registered_glue": glue,
             "speculation": speculation.name,
+            "speculation_method": speculation.method,
             "speculation_reason": launch.speculation_reason,
+            "ngram_blocker": self._blocker(speculation),
             "repetition_fallback": self._fallback is not None,
             "pages_in_flight": config.pages_in_flight,
             "max_model_len": launch.engine_args.get("max_model_len"),
@@ -198,7 +205,7 @@ class VllmEngine:
             raise EngineError(f"page {page.page_number} cannot be read: {exc}") from exc
         rendered = time.perf_counter()
 
-        first = self._decode(self._main, image, ngram=self._fallback is None and self._spec_off)
+        first = self._decode(self._main, image, ngram=self._blocked)
         kept, guard = first, self._guard(first)
         if self.config.fixed_output_tokens:
             guard = {"runaway": False, "reason": "fixed-output-benchmark", "retried": False}
@@ -263,7 +270,18 @@ class VllmEngine:
 
     @property
     def _spec_off(self) -> bool:
-        return self.status.get("speculation") == "off"
+        """The main engine decodes without speculation (``off`` or ``off-eager``)."""
+        return bool(self.status.get("loaded")) and self.status.get("speculation_method") is None
+
+    def _blocker(self, speculation: Speculation) -> bool:
+        """Whether the main engine decodes with DeepSeek-OCR's n-gram blocker: every preset
+        without speculation does (a worker on the no-speculation queue among them), unless a
+        benchmark turned it off to compare every preset under the same constraints."""
+        return speculation.method is None and self.config.ngram_blocker
+
+    @property
+    def _blocked(self) -> bool:
+        return bool(self.status.get("ngram_blocker"))
 
     def _verdict(self, decoded: Decoded) -> repetition.Verdict:
         return repetition.check(decoded.token_ids, decoded.finish_reason, stop_ids=self._stop_ids)
@@ -287,7 +305,7 @@ class VllmEngine:
         length: dict[str, Any] = (
             {"max_tokens": fixed, "min_tokens": fixed, "ignore_eos": True}
             if fixed
-            else {"max_tokens": self.config.max_tokens}
+            else {"max_tokens": self.config.output_cap}
         )
         params = SamplingParams(
             temperature=0.0,

@@ -18,13 +18,16 @@ every process vLLM spawns). Written against vLLM 0.32's own source:
   logits, post-norm hidden state for the next step) only for the MTP architectures it names.
 - The draft is vLLM's ``DeepSeekMTP`` (vllm/model_executor/models/deepseek_mtp.py) with the
   MTP layer's block made dense (``first_k_dense_replace`` past it: FastMTP's head is one dense
-  decoder layer) and its own weight loading: ``mtp_module.*`` / ``mtp_embed_tokens.*`` (or
-  DeepSeek-V3's ``model.layers.<num_hidden_layers>.*``) mapped through Folio's FastMTP
-  loader (``model.fastmtp.loader.block_name``) onto vLLM's parameters, plain multi-head
-  ``q/k/v_proj`` stacked into ``qkv_proj`` as DeepSeek-OCR's decoder has them. A draft without
-  its own embedding or output head reads the decoder's (vLLM's proposer then shares the
-  target's, ``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in
-  vllm/v1/spec_decode/llm_base_proposer.py).
+  decoder layer) and its own weight loading through Folio's one draft mapping
+  (``model.fastmtp.layout``, which the preflight and the other loaders use too): jina-ocr-v1's
+  published ``mtp_module.heads.0.*`` (or ``mtp_module.*``, or DeepSeek-V3's
+  ``model.layers.<num_hidden_layers>.*``) onto vLLM's parameters, plain multi-head
+  ``q/k/v_proj`` stacked into ``qkv_proj`` as DeepSeek-OCR's decoder has them, the config's
+  ``mtp_*`` keys (copied from the checkpoint's top level into the draft's config) saying what
+  the head shares: with ``mtp_share_norm`` its final norm is the target's ``model.norm``. A
+  draft without its own embedding or output head reads the decoder's (vLLM's proposer then
+  shares the target's, ``_maybe_share_embeddings`` / ``_maybe_share_lm_head`` in
+  vllm/v1/spec_decode/llm_base_proposer.py; an own head is kept by ``has_own_lm_head``).
 - vLLM's ``DeepseekOCRForCausalLM`` loads every tensor of the folder through its
   ``AutoWeightsLoader`` and rejects the draft's, which is why public serving scripts strip
   them. Folio registers a subclass under the same architecture name that leaves the draft
@@ -51,7 +54,16 @@ from vllm.model_executor.models.deepseek_ocr import DeepseekOCRForCausalLM
 from vllm.model_executor.models.interfaces import SupportsMultiModalEmbeddings
 from vllm.model_executor.models.utils import _merge_multimodal_embeddings
 
-from model.fastmtp.loader import DraftLoadError, block_name
+from model.fastmtp.layout import (
+    EMBEDDING,
+    HEAD,
+    MTP_KEYS,
+    NORM,
+    DraftLoadError,
+    check_shapes,
+    plan_draft,
+    wanted,
+)
 
 # A child of vLLM's logger: these lines are written where vLLM writes its own, in every process
 # vLLM spawns (a logger of Folio's own has no handler in vLLM's engine-core process).
@@ -87,6 +99,9 @@ def draft_config(hf_config: Any) -> Any:
     """The draft's configuration: the decoder's, as a one-layer dense ``deepseek_mtp``."""
     text = copy.deepcopy(hf_config.get_text_config())
     layers = int(text.num_hidden_layers)
+    # jina-ocr-v1 keeps its head's settings at the config's top level: the draft's loader
+    # reads them from its own config.
+    text.update({key: getattr(hf_config, key) for key in MTP_KEYS if hasattr(hf_config, key)})
     text.update(
         {
             # Folio's class first: vLLM's registry builds the first listed architecture it
@@ -170,43 +185,41 @@ class FolioDeepseekOCRFastMTP(DeepSeekMTP, SupportsMultiModalEmbeddings):
 
     def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
         layer = self.model.mtp_start_layer_idx  # == the decoder's num_hidden_layers
+        config = self.config.to_dict()
+        kept = {name: tensor for name, tensor in weights if wanted(name, layer)}
+        try:
+            plan = plan_draft(kept, config)
+            if plan is None:
+                raise DraftLoadError("the checkpoint has no draft tensors")
+            check_shapes(plan, {name: tuple(t.shape) for name, t in kept.items()}, config)
+        except (DraftLoadError, KeyError) as exc:
+            raise ValueError(f"FastMTP draft: {exc}") from None
         params = dict(self.named_parameters())
         loaded: set[str] = set()
-        fallback: dict[str, torch.Tensor] = {}
-        own_embedding = own_head = False
-        for name, tensor in weights:
-            draft_name = _draft_name(name, layer)
-            if draft_name is None:
-                if name in ("model.embed_tokens.weight", "lm_head.weight"):
-                    fallback[name] = tensor
-                continue
-            try:
-                target = block_name(draft_name)
-            except DraftLoadError as exc:
-                raise ValueError(f"FastMTP draft: {exc}") from None
-            if target is None:  # the checkpoint's copy of the output head
-                own_head = True
-                loaded.add(_load(params, f"model.layers.{layer}.shared_head.head.weight", tensor))
-                continue
-            if target == "embed_tokens.weight":
-                own_embedding = True
-            loaded.add(_load_block_param(params, layer, target, tensor))
-        if not own_embedding:
-            embedding = _need(fallback, "model.embed_tokens.weight")
-            loaded.add(_load(params, "model.embed_tokens.weight", embedding))
-        if not own_head:
-            head = _need(fallback, "lm_head.weight")
-            loaded.add(_load(params, f"model.layers.{layer}.shared_head.head.weight", head))
-        # The proposer shares the target's embedding unless the draft brought its own.
-        self.has_own_embed_tokens = own_embedding
+        for target, name in plan.sources.items():
+            loaded.add(_load_block_param(params, layer, target, kept[name]))
+        for target in (EMBEDDING, HEAD):  # shared and absent from the files: the target's
+            if target not in plan.sources:
+                loaded.add(_vllm_name(target, layer))
+        # The proposer shares the target's embedding and output head unless the draft brought
+        # its own (it reads ``lm_head`` to compare, so an own head is named there too).
+        self.has_own_embed_tokens = plan.own_embedding
+        self.has_own_lm_head = plan.own_head
+        if plan.own_head:
+            self.lm_head = self.model.layers[str(layer)].shared_head.head
         missing = sorted(set(params) - loaded)
         if missing:
             raise ValueError(f"FastMTP draft: the checkpoint leaves {missing} unset")
         logger.info(
-            "FastMTP draft loaded: %d parameters (own embedding: %s, own head: %s)",
+            "FastMTP draft loaded: %d parameters (%s layout, %s*; own embedding: %s, own"
+            " norm: %s, own head: %s; %d shared copies ignored)",
             len(loaded),
-            own_embedding,
-            own_head,
+            plan.layout,
+            plan.prefix,
+            plan.own_embedding,
+            plan.own_norm,
+            plan.own_head,
+            len(plan.ignored),
         )
         return loaded
 
@@ -225,22 +238,6 @@ def _as_draft(vllm_config: Any) -> Any:
     return config
 
 
-def _draft_name(name: str, layer: int) -> str | None:
-    """The checkpoint name in ``mtp_module.*`` terms, or None for a tensor not of the draft."""
-    if name.startswith(DRAFT_PREFIXES):
-        return name
-    v3 = f"model.layers.{layer}."
-    if name.startswith(v3):
-        return "mtp_module." + name.removeprefix(v3)
-    return None
-
-
-def _need(fallback: dict[str, torch.Tensor], name: str) -> torch.Tensor:
-    if name not in fallback:
-        raise ValueError(f"FastMTP draft: no draft copy of {name} and none in the checkpoint")
-    return fallback[name]
-
-
 def _load(params: dict[str, Any], name: str, tensor: torch.Tensor, shard: Any = None) -> str:
     if name not in params:
         raise ValueError(f"FastMTP draft: the vLLM draft has no parameter {name}")
@@ -253,19 +250,26 @@ def _load(params: dict[str, Any], name: str, tensor: torch.Tensor, shard: Any = 
     return name
 
 
+def _vllm_name(target: str, layer: int) -> str:
+    """The vLLM draft parameter a block parameter loads into (before q/k/v and gate/up
+    stacking)."""
+    if target == EMBEDDING:
+        return "model.embed_tokens.weight"
+    if target == NORM:
+        return f"model.layers.{layer}.shared_head.norm.weight"
+    if target == HEAD:
+        return f"model.layers.{layer}.shared_head.head.weight"
+    if target.startswith("block."):
+        return f"model.layers.{layer}.mtp_block." + target.removeprefix("block.")
+    return f"model.layers.{layer}.{target}"
+
+
 def _load_block_param(params: dict[str, Any], layer: int, target: str, tensor: torch.Tensor) -> str:
-    if target == "embed_tokens.weight":
-        return _load(params, "model.embed_tokens.weight", tensor)
-    if target == "norm.weight":
-        return _load(params, f"model.layers.{layer}.shared_head.norm.weight", tensor)
-    if not target.startswith("block."):
-        return _load(params, f"model.layers.{layer}.{target}", tensor)
-    rest = target.removeprefix("block.")
+    name = _vllm_name(target, layer)
     for part, (stacked, shard) in _STACKED.items():
-        if rest.startswith(part):
-            name = f"model.layers.{layer}.mtp_block." + rest.replace(part, stacked, 1)
-            return _load(params, name, tensor, shard)
-    return _load(params, f"model.layers.{layer}.mtp_block.{rest}", tensor)
+        if f".mtp_block.{part}" in name:
+            return _load(params, name.replace(part, stacked, 1), tensor, shard)
+    return _load(params, name, tensor)
 
 
 # --- the target model ---------------------------------------------------------------------------

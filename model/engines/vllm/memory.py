@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from model.fastmtp.layout import text_section
+from model.safetensors_index import read_header
 
 GIB = 1024**3
 _DTYPE_BYTES = {
@@ -149,11 +151,7 @@ def _gib(n: int | None) -> str:
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:
     """The language model's section of a DeepSeek-OCR-style config (or the config itself)."""
-    for key in ("language_config", "text_config"):
-        section = config.get(key)
-        if isinstance(section, dict):
-            return section
-    return config
+    return dict(text_section(config))
 
 
 def safetensors_bytes(model: Path) -> int:
@@ -162,15 +160,6 @@ def safetensors_bytes(model: Path) -> int:
     for shard in sorted(model.glob("*.safetensors")):
         total += sum(_tensor_bytes(info) for info in read_header(shard).values())
     return total
-
-
-def read_header(shard: Path) -> dict[str, dict[str, Any]]:
-    """A safetensors file's tensor table (name → dtype, shape, offsets), without the data."""
-    with shard.open("rb") as f:
-        (length,) = struct.unpack("<Q", f.read(8))
-        header: dict[str, dict[str, Any]] = json.loads(f.read(length))
-    header.pop("__metadata__", None)
-    return header
 
 
 def _tensor_bytes(info: dict[str, Any]) -> int:

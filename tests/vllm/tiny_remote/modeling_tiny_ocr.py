@@ -18,9 +18,11 @@ Its decoder is the checkpoint's DeepSeek-V2 shape (first layer dense, the others
 shared experts with greedy top-k softmax routing, plain multi-head attention with RoPE) under
 DeepSeek-OCR's tensor names, so it reads the same ``model.safetensors`` as vLLM does. The
 vision side is a stand-in, not SAM-B and CLIP-L: each view is average-pooled to its grid of
-patches (64 × 64 pixels each) and projected to the decoder's width. Unlike the public code it
-refuses a mask whose count is not its feature count (the public code's ``masked_scatter_``
-would take a prefix silently): the engine's token layout is what the tests hold it to.
+patches (64 × 64 pixels each) and padded to 2048 wide vectors, which go through DeepSeek-OCR's
+projector (``model.projector.layers``, read from the checkpoint as vLLM reads it). Unlike the
+public code it refuses a mask whose count is not its feature count (the public code's
+``masked_scatter_`` would take a prefix silently): the engine's token layout is what the tests
+hold it to.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 from .configuration_tiny_ocr import TinyOcrConfig
 
 PATCH_PIXELS = 64  # 1024 / 16 and 640 / 10: one feature per 64 × 64 pixels
+PROJECTOR_INPUT = 2048
 
 
 class RMSNorm(nn.Module):
@@ -145,15 +148,23 @@ class DecoderLayer(nn.Module):
 
 
 class VisionStandIn(nn.Module):
-    """Not a vision encoder: a view's mean colour per 64 × 64 patch, projected."""
+    """Not a vision encoder: a view's mean colour per 64 × 64 patch, padded to the 2048 wide
+    vectors DeepSeek-OCR's projector takes (its SAM and CLIP features, concatenated)."""
+
+    def forward(self, views: Tensor) -> Tensor:  # (N, 3, H, W) -> (N, H/64, W/64, 2048)
+        grid = F.avg_pool2d(views, PATCH_PIXELS).permute(0, 2, 3, 1)
+        return F.pad(grid, (0, PROJECTOR_INPUT - grid.shape[-1]))
+
+
+class Projector(nn.Module):
+    """DeepSeek-OCR's linear projector, under its name (``model.projector.layers``)."""
 
     def __init__(self, width: int) -> None:
         super().__init__()
-        self.proj = nn.Linear(3, width)
+        self.layers = nn.Linear(PROJECTOR_INPUT, width)
 
-    def forward(self, views: Tensor) -> Tensor:  # (N, 3, H, W) -> (N, H/64, W/64, width)
-        grid = F.avg_pool2d(views, PATCH_PIXELS)
-        return self.proj(grid.permute(0, 2, 3, 1))
+    def forward(self, features: Tensor) -> Tensor:
+        return self.layers(features)
 
 
 class TinyOcrModel(nn.Module):
@@ -165,7 +176,8 @@ class TinyOcrModel(nn.Module):
             DecoderLayer(config, i) for i in range(config.num_hidden_layers)
         )
         self.norm = RMSNorm(width, config.rms_norm_eps)
-        self.vision = VisionStandIn(width)
+        self.vision = VisionStandIn()
+        self.projector = Projector(width)
         self.image_newline = nn.Parameter(torch.zeros(width))
         self.view_seperator = nn.Parameter(torch.zeros(width))
 
@@ -175,11 +187,11 @@ class TinyOcrModel(nn.Module):
         parts = []
         columns, rows = int(grid[0]), int(grid[1])
         if crops.abs().sum() != 0:
-            tiles = self.vision(crops)  # (rows·columns, 10, 10, width), row by row
+            tiles = self.projector(self.vision(crops))  # (rows·columns, 10, 10, width)
             side = tiles.shape[1]
             tiles = tiles.view(rows, columns, side, side, width).permute(0, 2, 1, 3, 4)
             parts.append(self.with_newlines(tiles.reshape(rows * side, columns * side, width)))
-        parts.append(self.with_newlines(self.vision(global_view)[0]))
+        parts.append(self.with_newlines(self.projector(self.vision(global_view))[0]))
         parts.append(self.view_seperator[None, :])
         return torch.cat(parts)
 

@@ -15,7 +15,7 @@ from webapp.core.storage import stored_content_lock
 from webapp.core.storage import tree_delete as storage_tree_delete
 from webapp.jobs.models import Document, Job, Page
 from webapp.jobs.queueing import pages_revoke
-from webapp.jobs.services.page_lifecycle import retention_expiry
+from webapp.jobs.services.page_lifecycle import escalated_pages_settle, retention_expiry
 from webapp.results.services import cached_pages_forget
 from webapp.webhooks import services as webhook_services
 
@@ -25,8 +25,8 @@ logger = logging.getLogger(__name__)
 def job_cancel(*, job: Job) -> bool:
     """Cancel a queued or running job: its queued pages are cancelled and their messages
     revoked (the workers drop them unrun; any that slip through are no-ops at claim), pages
-    running now may still finish and are kept. ``False`` if the job
-    had already ended."""
+    running now may still finish and are kept. An ``auto`` job's page waiting for its VLM
+    pass keeps the local reading it holds. ``False`` if the job had already ended."""
     now = timezone.now()
     with transaction.atomic():
         cancelled = Job.objects.filter(pk=job.pk, status__in=Job.ACTIVE).update(
@@ -38,6 +38,10 @@ def job_cancel(*, job: Job) -> bool:
             return False
         queued = Page.objects.filter(job_id=job.pk, status=Page.Status.QUEUED)
         task_ids = list(queued.values_list("task_id", flat=True))
+        escalated_pages_settle(
+            pages=Page.objects.filter(job_id=job.pk),
+            why="the job was cancelled before the VLM read the page",
+        )
         pages = queued.update(
             status=Page.Status.CANCELLED, finished_at=now, error="the job was cancelled"
         )

@@ -45,7 +45,9 @@ def pages_reap(
     engine's queue instead (whose worker, finding nobody to hand it to, keeps the page as it
     decodes it).
 
-    Each gets a new task id, which turns any old message for it into a no-op."""
+    Each goes to the queue of the engine reading it (``Page.engine``: an ``auto`` job's page
+    is read by ``local``, then by the VLM engine it was escalated to), with a new task id,
+    which turns any old message for it into a no-op."""
     now = timezone.now()
     held_by_lost = Q(pk__in=[])
     for node in lost_nodes:
@@ -66,7 +68,7 @@ def pages_reap(
     stranded = _plain_pages_unserved(now=now, serves_plain=serves_plain, after=unsent_after)
     for candidates in (stuck, unsent, *lost, *stranded):
         for page_id, status, task_id, engine, plain in candidates.values_list(
-            "pk", "status", "task_id", "job__engine", "decode_plain"
+            "pk", "status", "task_id", "engine", "decode_plain"
         )[:1000]:
             new_task_id = uuid.uuid4()
             if plain and serves_plain is not None and serves_plain(engine) is False:
@@ -123,10 +125,10 @@ def _lost_pages(*, now, lost_after: timedelta) -> list:
         job__status__in=Job.ACTIVE,
     )
     lost = []
-    queues = waiting.order_by().values_list("job__engine", "decode_plain").distinct()
+    queues = waiting.order_by().values_list("engine", "decode_plain").distinct()
     for engine, plain in queues:
         if queue_depth(engine=engine, plain=plain) == 0:
-            lost.append(waiting.filter(job__engine=engine, decode_plain=plain))
+            lost.append(waiting.filter(engine=engine, decode_plain=plain))
     return lost
 
 
@@ -142,8 +144,8 @@ def _plain_pages_unserved(
         sent_at__lt=now - after,
         job__status__in=Job.ACTIVE,
     )
-    engines = waiting.order_by().values_list("job__engine", flat=True).distinct()
-    return [waiting.filter(job__engine=e) for e in engines if serves_plain(e) is False]
+    engines = waiting.order_by().values_list("engine", flat=True).distinct()
+    return [waiting.filter(engine=e) for e in engines if serves_plain(e) is False]
 
 
 def _cancelled_job_pages_close(*, now, stuck_after: timedelta) -> int:

@@ -1,4 +1,5 @@
-"""Page images for the job page's viewer: drawn and stored by the worker that reads the page
+"""Page images for the job page's viewer (one WebP a page, ``model.page_images``): drawn and
+stored by the worker that reads the page
 (``ocr_worker/page_images.py``), served as stored by the web process, which never draws or
 decodes a page (a hostile page could hold it for minutes: docs/RELIABILITY.md).
 
@@ -14,8 +15,9 @@ from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from model.engines.auto import reading_engine
 from model.layout import PageLayout
-from model.page_images import PageImages
+from model.page_images import PageImage
 from ocr_worker.celery_app import app
 from webapp.core.queues import engine_queue
 from webapp.jobs.models import Job, Page
@@ -33,36 +35,42 @@ RENDER_REQUEST_SECONDS = 60
 RENDER_PAGE_IMAGE = "folio.render_page_image"
 
 
-def page_image_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:
-    # The same names as an Office page's images (stored by page_complete).
-    return page_image_storage_name(job_id=job_id, number=number, full=full)
+def page_image_name(*, job_id: uuid.UUID, number: int) -> str:
+    # The same name as an Office page's image (stored by office_page_images_store).
+    return page_image_storage_name(job_id=job_id, number=number)
 
 
-def page_images_save(*, job_id: uuid.UUID, number: int, images: PageImages) -> None:
-    for full, data in ((False, images.panel), (True, images.full)):
-        name = page_image_name(job_id=job_id, number=number, full=full)
-        if default_storage.exists(name):
-            default_storage.delete(name)  # a rerun of the page: the same drawing, replaced
-        default_storage.save(name, ContentFile(data))
+def page_images_save(*, job_id: uuid.UUID, number: int, image: PageImage) -> None:
+    name = page_image_name(job_id=job_id, number=number)
+    if default_storage.exists(name):
+        default_storage.delete(name)  # a rerun of the page: the same drawing, replaced
+    default_storage.save(name, ContentFile(image.webp))
 
 
 def office_page_images_record(
     *,
     job_id: uuid.UUID,
     number: int,
-    panel: bytes,
-    full: bytes,
+    image: bytes,
     size: tuple[float, float] | None = None,
 ) -> None:
-    """An Office page's images, drawn once its text is saved (or on request, for a page
+    """An Office page's image, drawn once its text is saved (or on request, for a page
     answered from the result cache): stored, and recorded in the page for the viewer. The
     page's layout, and its copy in the result cache, take the drawn page's ``size`` (points)
     in place of the nominal page a structured page is saved with (``model.pipeline``)."""
-    stored = office_page_images_store(job_id=job_id, number=number, panel=panel, full=full)
+    stored = office_page_images_store(job_id=job_id, number=number, image=image)
     page = (
         Page.objects.filter(job_id=job_id, number=number)
         .select_related("job__document")
-        .only("extra", "layout", "number", "job__engine", "job__options", "job__document__sha256")
+        .only(
+            "extra",
+            "layout",
+            "number",
+            "engine",
+            "job__engine",
+            "job__options",
+            "job__document__sha256",
+        )
         .first()
     )
     if page is None:
@@ -75,7 +83,7 @@ def office_page_images_record(
         job = page.job
         CachedPage.objects.filter(
             sha256=job.document.sha256,
-            engine=job.engine,
+            engine=page.engine or job.engine,
             options_key=options_key(JobOptions.from_dict(job.options).output_options()),
             page_number=number,
             layout=page.layout,
@@ -105,12 +113,16 @@ def _request_key(job_id: uuid.UUID, number: int) -> str:
 
 
 def page_image_render_request(*, job: Job, number: int) -> bool:
-    """Ask a worker of the job's engine to draw a page that has no stored image; ``False``
-    when one was asked for recently (or the broker is away)."""
+    """Ask a worker of the job's engine (``local`` for an ``auto`` job) to draw a page that
+    has no stored image; ``False`` when one was asked for recently (or the broker is away)."""
     if not cache.add(_request_key(job.pk, number), 1, RENDER_REQUEST_SECONDS):
         return False
     try:
-        app.send_task(RENDER_PAGE_IMAGE, args=[str(job.pk), number], queue=engine_queue(job.engine))
+        app.send_task(
+            RENDER_PAGE_IMAGE,
+            args=[str(job.pk), number],
+            queue=engine_queue(reading_engine(job.engine)),
+        )
     except Exception:  # the broker is away: the viewer asks again later
         logger.exception("could not ask for the image of page %s of job %s", number, job.pk)
         cache.delete(_request_key(job.pk, number))

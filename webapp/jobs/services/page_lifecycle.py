@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from pathlib import PurePath
@@ -19,10 +19,13 @@ from django.db import transaction
 from django.db.models import Case, F, QuerySet, Value, When
 from django.utils import timezone
 
+from model.engines.auto import FIRST_READER
 from model.engines.base import PageResult
+from model.page_images import SUFFIX as PAGE_IMAGE_SUFFIX
 from model.usage import job_usage
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services.options import JobOptions
+from webapp.jobs.services.readings import reading_back
 from webapp.jobs.services.review import review_judged
 from webapp.jobs.services.sending import pages_send
 from webapp.results.services import cached_page_store
@@ -46,6 +49,10 @@ class PageClaim:
     owner_id: int | None = None
     # Handed over already: this claim is a no-speculation worker's, never handed on again.
     decode_plain: bool = False
+    # The job's engine (``engine`` is the one reading the page: ``local`` or a VLM engine
+    # for an ``auto`` job), and the page's escalation so far (model.engines.auto).
+    job_engine: str = ""
+    escalation: dict = field(default_factory=dict)
 
 
 def _still_claimed(claim: PageClaim) -> QuerySet[Page]:
@@ -89,30 +96,63 @@ def page_claim(*, page_id: int, task_id: str, worker: str) -> PageClaim | None:
         Job.objects.filter(pk=page.job_id, status=Job.Status.QUEUED).update(
             status=Job.Status.RUNNING, started_at=now
         )
-    job = page.job
-    return PageClaim(
-        page_id=page.pk,
-        job_id=job.pk,
-        number=page.number,
-        attempts=page.attempts,
-        engine=job.engine,
-        options=job.options,
-        document_name=job.document.file.name,
-        mime_type=job.document.mime_type,
-        sha256=job.document.sha256,
-        owner_id=job.owner_id,
-        decode_plain=page.decode_plain,
+    return _claim_of(page)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an ``auto`` job's page ends (``webapp.jobs.services.escalation``): the reading kept
+    is ``engine``'s; what the other reading spent is added to the page's and the job's usage
+    (both were paid for); ``record`` is stored as the page's ``escalation``."""
+
+    engine: str
+    engine_version: str
+    record: dict
+    other_input_tokens: int = 0
+    other_output_tokens: int = 0
+    other_engine_seconds: float = 0.0
+    vlm_seconds: float = 0.0
+    escalated: bool = False
+    left_local: bool = False
+
+
+def page_complete(
+    *,
+    claim: PageClaim,
+    result: PageResult,
+    engine_version: str,
+    outcome: Outcome | None = None,
+) -> bool:
+    """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
+    return page_save(
+        page=_still_claimed(claim),
+        claim=claim,
+        result=result,
+        outcome=outcome or Outcome(engine=claim.engine, engine_version=engine_version, record={}),
     )
 
 
-def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) -> bool:
-    """Save a transcription; ``False`` if this claim was superseded (nothing is written)."""
+def page_save(
+    *,
+    page: QuerySet[Page],
+    claim: PageClaim,
+    result: PageResult,
+    outcome: Outcome,
+    stop_at_budget: bool = True,
+) -> bool:
+    """Save ``result`` as the page that ``page`` selects while it still selects it (a
+    claimed page, or a queued escalated page settled without a claim): its row, the job's
+    counters, the result cache (under the engine whose reading it is), the page event, and
+    the job's end if it was the last page. ``False`` if ``page`` selects nothing."""
     options = JobOptions.from_dict(claim.options)
     quality = review_judged(result.extra.pop("quality", None) or {}, options)
     needs_review = quality["needs_review"]
     layout = result.layout.to_dict() if result.layout is not None else {}
+    input_tokens = result.input_tokens + outcome.other_input_tokens
+    output_tokens = result.output_tokens + outcome.other_output_tokens
+    engine_seconds = result.engine_seconds + outcome.other_engine_seconds
     with transaction.atomic():
-        saved = _still_claimed(claim).update(
+        saved = page.update(
             status=Page.Status.SUCCEEDED,
             needs_review=needs_review,
             review_score=quality.get("score"),
@@ -121,10 +161,12 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
             markdown=result.markdown,
             layout=layout,
             method=result.method,
-            input_tokens=result.input_tokens,
-            output_tokens=result.output_tokens,
+            engine=outcome.engine,
+            escalation=outcome.record,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
             render_seconds=result.render_seconds,
-            engine_seconds=result.engine_seconds,
+            engine_seconds=engine_seconds,
             finished_at=timezone.now(),
             error="",
         )
@@ -132,19 +174,23 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
             return False
         Job.objects.filter(pk=claim.job_id).update(
             pages_done=F("pages_done") + 1,
-            input_tokens=F("input_tokens") + result.input_tokens,
-            output_tokens=F("output_tokens") + result.output_tokens,
-            engine_seconds=F("engine_seconds") + result.engine_seconds,
+            input_tokens=F("input_tokens") + input_tokens,
+            output_tokens=F("output_tokens") + output_tokens,
+            engine_seconds=F("engine_seconds") + engine_seconds,
             pages_needing_review=F("pages_needing_review") + int(needs_review),
+            pages_escalated=F("pages_escalated") + int(outcome.escalated),
+            vlm_seconds=F("vlm_seconds") + outcome.vlm_seconds,
+            pages_left_local=F("pages_left_local") + int(outcome.left_local),
         )
         # Not cached: pages with figure crops (they belong to the job that stored them, and a
         # later job would link crops it does not have), and pages flagged for review (a later
-        # identical upload deserves a fresh reading, not the same doubtful one).
+        # identical upload deserves a fresh reading, not the same doubtful one). A reading is
+        # cached under the engine that produced it, with its own tokens.
         if not result.extra.get("figures") and not needs_review:
             cached_page_store(
                 sha256=claim.sha256,
-                engine=claim.engine,
-                engine_version=engine_version,
+                engine=outcome.engine,
+                engine_version=outcome.engine_version,
                 options=options.output_options(),
                 page_number=claim.number,
                 markdown=result.markdown,
@@ -155,7 +201,8 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
                 quality=quality,
                 owner_id=claim.owner_id,
             )
-        _job_stop_at_token_budget(job_id=claim.job_id)
+        if stop_at_budget:
+            _job_stop_at_token_budget(job_id=claim.job_id)
         webhook_services.page_event_record(job_id=claim.job_id, page_id=claim.page_id)
         job_finalize_if_complete(job_id=claim.job_id)
     return True
@@ -163,11 +210,16 @@ def page_complete(*, claim: PageClaim, result: PageResult, engine_version: str) 
 
 def _job_stop_at_token_budget(*, job_id: uuid.UUID) -> None:
     """Once a job has used its token budget, its pages still queued are failed, saying why;
-    pages already running finish (their tokens are spent either way)."""
+    pages already running finish (their tokens are spent either way). An escalated page
+    waiting for its VLM pass keeps the local reading it holds."""
     job = Job.objects.only("options", "input_tokens", "output_tokens").get(pk=job_id)
     budget = job.options.get("token_budget")
     if budget is None or job.input_tokens + job.output_tokens < budget:
         return
+    escalated_pages_settle(
+        pages=Page.objects.filter(job_id=job_id),
+        why=f"the job reached its token budget of {budget} before the VLM read the page",
+    )
     stopped = Page.objects.filter(job_id=job_id, status=Page.Status.QUEUED).update(
         status=Page.Status.FAILED,
         error=f"not transcribed: the job reached its token budget of {budget}",
@@ -175,6 +227,55 @@ def _job_stop_at_token_budget(*, job_id: uuid.UUID) -> None:
     )
     if stopped:
         Job.objects.filter(pk=job_id).update(pages_failed=F("pages_failed") + stopped)
+
+
+def escalated_pages_settle(*, pages: QuerySet[Page], why: str) -> int:
+    """Save the escalated pages among ``pages`` that still wait for their VLM pass with the
+    local reading each holds (``Page.escalation["local"]``), saying ``why``: the job was
+    cancelled, its token budget is spent, or no worker serves the VLM engine any more. A page
+    whose local reading failed holds none and is left as it is. How many were saved."""
+    settled = 0
+    waiting = pages.filter(status=Page.Status.QUEUED, escalation__has_key="local")
+    for page in waiting.select_related("job__document")[:1000]:
+        record = dict(page.escalation)
+        kept = record.pop("local")
+        if not kept:
+            continue
+        outcome = Outcome(
+            engine=FIRST_READER,
+            engine_version=kept.get("engine_version", ""),
+            record={**record, "kept": "local", "why": why},
+            left_local=True,
+        )
+        if page_save(
+            page=Page.objects.filter(pk=page.pk, status=Page.Status.QUEUED, task_id=page.task_id),
+            claim=_claim_of(page),
+            result=reading_back(kept),
+            outcome=outcome,
+            stop_at_budget=False,
+        ):
+            settled += 1
+    return settled
+
+
+def _claim_of(page: Page) -> PageClaim:
+    """What saving a page needs to know of it, for a page saved without a claim."""
+    job = page.job
+    return PageClaim(
+        page_id=page.pk,
+        job_id=job.pk,
+        number=page.number,
+        attempts=page.attempts,
+        engine=page.engine or job.engine,
+        options=job.options,
+        document_name=job.document.file.name,
+        mime_type=job.document.mime_type,
+        sha256=job.document.sha256,
+        owner_id=job.owner_id,
+        decode_plain=page.decode_plain,
+        job_engine=job.engine,
+        escalation=page.escalation or {},
+    )
 
 
 def page_fail(*, claim: PageClaim, error: str) -> bool:
@@ -318,20 +419,19 @@ def _page_extra(*, claim: PageClaim, result: PageResult) -> dict:
     return extra
 
 
-def office_page_images_store(*, job_id: uuid.UUID, number: int, panel: bytes, full: bytes) -> dict:
-    """Store an Office page's two images under the names every page's images have (a rerun
-    replaces them); what the page's ``extra["page_image"]`` records, which the UI reads."""
-    stored = {}
-    for key, is_full, data in (("path", False, panel), ("full_path", True, full)):
-        name = page_image_storage_name(job_id=job_id, number=number, full=is_full)
-        if default_storage.exists(name):
-            default_storage.delete(name)
-        stored[key] = default_storage.save(name, ContentFile(data))
-    return stored
+def office_page_images_store(*, job_id: uuid.UUID, number: int, image: bytes) -> dict:
+    """Store an Office page's image under the name every page's image has (a rerun replaces
+    it); what the page's ``extra["page_image"]`` records, which the UI reads."""
+    name = page_image_storage_name(job_id=job_id, number=number)
+    if default_storage.exists(name):
+        default_storage.delete(name)
+    return {"path": default_storage.save(name, ContentFile(image))}
 
 
-def page_image_storage_name(*, job_id: uuid.UUID, number: int, full: bool = False) -> str:
-    return f"results/{job_id}/pages/page-{number:04d}{'-full' if full else ''}.jpg"
+def page_image_storage_name(*, job_id: uuid.UUID, number: int) -> str:
+    """Where a page's image is kept (``model.page_images``: one WebP a page; jobs read before
+    it kept two JPEGs, ``page-NNNN.jpg`` and ``page-NNNN-full.jpg``, which are still served)."""
+    return f"results/{job_id}/pages/page-{number:04d}{PAGE_IMAGE_SUFFIX}"
 
 
 def retention_expiry(*, finished_at):

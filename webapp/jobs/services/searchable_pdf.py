@@ -22,6 +22,7 @@ from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
+from model.engines.auto import reading_engine
 from ocr_worker.celery_app import app
 from webapp.core.queues import engine_queue
 from webapp.core.storage import tree_delete
@@ -90,7 +91,9 @@ def searchable_pdf_request(*, job: Job, fingerprint: str, build_seconds: int) ->
         return False
     try:
         app.send_task(
-            BUILD_SEARCHABLE_PDF, args=[str(job.pk), fingerprint], queue=engine_queue(job.engine)
+            BUILD_SEARCHABLE_PDF,
+            args=[str(job.pk), fingerprint],
+            queue=engine_queue(reading_engine(job.engine)),
         )
     except Exception:
         logger.exception("could not ask for the searchable PDF of job %s", job.pk)

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -20,7 +21,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from model.documents import DocumentError, DocumentInfo, inspect_document, safe_filename
-from model.engines.registry import UnknownEngine, engine_names, engine_spec
+from model.engines.auto import AUTO, VLM_PREFERENCE, escalates, reading_engine
+from model.engines.registry import engine_spec, job_engine_names
 from model.formats.types import format_of
 from model.pages import PageSelectionError, parse_page_selection
 from webapp.accounts import services as account_services
@@ -236,18 +238,7 @@ def job_create(
     pages were counted at, then store the document's bytes and write the job. The name of a
     file stored for the first time here is added to ``fresh``, for the caller to take back
     should the submission be refused after all."""
-    hits = (
-        cached_pages(
-            sha256=submission.sha256,
-            engine=submission.engine,
-            options=submission.options.output_options(),
-            pages=submission.page_numbers,
-            max_age=cache.max_age,
-            owner_id=_cache_owner(submission.owner),
-        )
-        if cache.use
-        else {}
-    )
+    hits = _cache_hits(submission, cache) if cache.use else {}
     _token_budget_check(
         engine=submission.engine,
         options=submission.options,
@@ -279,6 +270,32 @@ def job_create(
         "job %s: %d pages of %s with %s", job.id, len(pages), document.id, submission.engine
     )
     return job
+
+
+def _cache_hits(submission: Submission, cache: CachePolicy) -> dict[int, CachedPage]:
+    """The pages the result cache answers. An ``auto`` job takes a VLM engine's reading (the
+    best engine first), else a local reading whose score is under the auto threshold (one
+    over it would be sent on); each is the reading of the engine that produced it."""
+    lookup = partial(
+        cached_pages,
+        sha256=submission.sha256,
+        options=submission.options.output_options(),
+        max_age=cache.max_age,
+        owner_id=_cache_owner(submission.owner),
+    )
+    if submission.engine != AUTO:
+        return lookup(engine=submission.engine, pages=submission.page_numbers)
+    hits: dict[int, CachedPage] = {}
+    for engine in (*VLM_PREFERENCE, reading_engine(AUTO)):
+        left = [number for number in submission.page_numbers if number not in hits]
+        if not left:
+            break
+        for number, hit in lookup(engine=engine, pages=left).items():
+            if engine in VLM_PREFERENCE or not escalates(
+                (hit.quality or {}).get("score"), settings.FOLIO_AUTO_THRESHOLD
+            ):
+                hits[number] = hit
+    return hits
 
 
 def _cache_owner(owner: User) -> int | None:
@@ -340,7 +357,8 @@ def _job_write(
         # bulk_create gives ids back on PostgreSQL and SQLite, the two databases we support.
         messages = [(page.pk, page.task_id) for page in pages if page.number not in hits]
         if messages:
-            transaction.on_commit(lambda: pages_send_soon(engine=engine, pages=messages))
+            first = reading_engine(engine)
+            transaction.on_commit(lambda: pages_send_soon(engine=first, pages=messages))
     return job, document, pages
 
 
@@ -393,11 +411,13 @@ def _idempotent_replay(*, owner, key: str, fingerprint: str) -> Job | None:
 
 def _new_page(*, job: Job, number: int, hit: CachedPage | None, now) -> Page:
     if hit is None:
-        return Page(job=job, number=number, task_id=uuid.uuid4(), enqueued_at=now)
+        engine = reading_engine(job.engine)
+        return Page(job=job, number=number, task_id=uuid.uuid4(), enqueued_at=now, engine=engine)
     quality = review_judged(hit.quality, JobOptions.from_dict(job.options))
     return Page(
         job=job,
         number=number,
+        engine=hit.engine,
         status=Page.Status.SUCCEEDED,
         markdown=hit.markdown,
         layout=hit.layout,
@@ -454,8 +474,9 @@ def _token_budget_check(
 
 
 def _token_floor(engine: str) -> int:
-    """Input tokens a page costs at least with ``engine`` (0 where a page may cost none)."""
-    return engine_spec(engine).min_input_tokens_per_page
+    """Input tokens a page costs at least with ``engine`` (0 where a page may cost none; an
+    ``auto`` job's page costs what ``local``'s does, and more only if it is sent on)."""
+    return engine_spec(reading_engine(engine)).min_input_tokens_per_page
 
 
 def upload_size_check(*, size: int) -> None:
@@ -470,15 +491,18 @@ def upload_size_check(*, size: int) -> None:
 
 def _validated_engine(engine: str | None) -> str:
     engine = (engine or settings.FOLIO_DEFAULT_ENGINE).strip()
-    if engine not in engine_names():  # names only: the web process imports no engine
-        raise SubmissionError(str(UnknownEngine(engine)))
+    if engine not in job_engine_names():  # names only: the web process imports no engine
+        raise SubmissionError(
+            f"unknown engine {engine!r}; known engines: {', '.join(job_engine_names())}"
+        )
     return engine
 
 
 def _engine_served_check(engine: str) -> None:
     """A job for an engine that no live worker serves would wait for nothing: refuse it
-    while the client is still there to hear why."""
-    refusal = unserved_engine_refusal(engine)
+    while the client is still there to hear why. An ``auto`` job needs ``local``; without a
+    VLM engine served it is read by ``local`` alone, and says so page by page."""
+    refusal = unserved_engine_refusal(reading_engine(engine))
     if refusal:
         raise SubmissionError(refusal)
 

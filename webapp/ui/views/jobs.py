@@ -16,6 +16,7 @@ from django.core.paginator import Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST
 
@@ -141,6 +142,8 @@ def job_detail(request, job_id):
         "review": review,
         "review_views": REVIEW_VIEWS.items(),
         "can_download": job.is_final and not job.is_expired,
+        # The page's script asks for the pages that finish after this (webapp/ui/static/ui/job.js).
+        "rendered_at": timezone.now(),
     }
     return render(request, "jobs/detail.html", context)
 
@@ -158,12 +161,11 @@ def page_panel(request, job_id, number: int):
 
 @login_required
 def page_image(request, job_id, number: int):
-    """The page's image as its worker stored it; 202 while it is not drawn yet."""
+    """The page's image as its worker stored it (one size: the viewer's fitted view and its
+    zoom both scale it); 202 while it is not drawn yet."""
     job = _owned_job(request, job_id)
     try:
-        stored = services.page_image_stored(
-            job=job, number=number, full=request.GET.get("full") == "1"
-        )
+        stored = services.page_image_stored(job=job, number=number)
     except services.PageImageNotReady as exc:
         waiting = HttpResponse(
             f"Not drawn yet: {exc}.", status=202, content_type="text/plain; charset=utf-8"
@@ -171,7 +173,7 @@ def page_image(request, job_id, number: int):
         return still_preparing(waiting, retry_after=2)
     except services.PageImageUnavailable as exc:
         raise Http404(f"The page image is not available: {exc}.") from exc
-    response = FileResponse(stored, content_type="image/jpeg")
+    response = FileResponse(stored, content_type=services.image_type(stored))
     response["Cache-Control"] = "private, max-age=86400"
     return response
 

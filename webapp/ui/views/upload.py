@@ -9,7 +9,7 @@ from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 
-from model.engines.registry import engine_names
+from model.engines.registry import job_engine_names
 from webapp.jobs import selectors as job_selectors
 from webapp.jobs import services as job_services
 from webapp.jobs.models import Job
@@ -37,7 +37,7 @@ def _upload_form(request, data=None, files=None) -> tuple[UploadForm, str]:
     if data is not None:
         # A worker may come or go between showing the form and sending it: any known engine
         # is accepted here and job_submit says why if it cannot take it.
-        engines = sorted(set(engines) | set(engine_names()))
+        engines = sorted(set(engines) | set(job_engine_names()))
     default = settings.FOLIO_DEFAULT_ENGINE if settings.FOLIO_DEFAULT_ENGINE in engines else None
     form = UploadForm(data, files, engines=engines, default_engine=default or engines[0])
     return form, note

@@ -24,6 +24,28 @@
     Folio.renderMath(fresh);
   }
 
+  function updatePage(root, page) {
+    const chip = root.querySelector(`[data-chip="${page.number}"]`);
+    if (!chip) return;
+    Folio.setStatusClass(chip, page.status);
+    chip.title = `Page ${page.number}: ${Folio.statusLabels[page.status] || page.status}`;
+    chip.querySelector("[data-chip-label]").textContent = ` ${Folio.statusLabels[page.status] || page.status}`;
+  }
+
+  // Every page of the job's page list that matches the filters, following its pages.
+  async function pageList(root, filters) {
+    const pages = [];
+    let url = `${root.dataset.pagesApi}?${new URLSearchParams({ ...filters, page_size: "500" })}`;
+    while (url) {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) break;
+      const listing = await response.json();
+      pages.push(...listing.results);
+      url = listing.next;
+    }
+    return pages;
+  }
+
   async function poll(root) {
     let job;
     try {
@@ -52,14 +74,23 @@
           `running. Unless one starts, this job fails at ${failsAt} UTC.`;
       }
     }
-    for (const page of job.pages) {
-      const chip = root.querySelector(`[data-chip="${page.number}"]`);
-      if (chip) {
-        Folio.setStatusClass(chip, page.status);
-        chip.title = `Page ${page.number}: ${Folio.statusLabels[page.status] || page.status}`;
-        chip.querySelector("[data-chip-label]").textContent = ` ${Folio.statusLabels[page.status] || page.status}`;
+    // The status document counts the pages; the pages whose state changed come from the
+    // page list, only when the counts moved: the pages running now, and those that finished
+    // since the latest finish seen (a long job's poll stays small).
+    const summary = JSON.stringify(job.page_summary);
+    if (summary !== root.dataset.summary) {
+      root.dataset.summary = summary;
+      const changed = [
+        ...await pageList(root, { status: "running" }),
+        ...await pageList(root, { finished_after: root.dataset.finishedAfter }),
+      ];
+      for (const page of changed) {
+        if (page.finished_at && Date.parse(page.finished_at) > Date.parse(root.dataset.finishedAfter)) {
+          root.dataset.finishedAfter = page.finished_at;
+        }
+        updatePage(root, page);
+        await refreshPanel(root, page.number, page.status);
       }
-      await refreshPanel(root, page.number, page.status);
     }
     if (Folio.isFinal(job.status)) {
       // Downloads and actions depend on the final state: take the page as the server draws it.

@@ -32,13 +32,9 @@
     }
     // Width in points: the layout's, else the image's own proportions at 72 dpi.
     const points = parseFloat(view.dataset.width) || image.naturalWidth * 0.75;
+    // One image serves every zoom: it is drawn for 200 % (model/page_images.py).
     canvas.style.width = `${points * CSS_PX_PER_POINT * Number(level)}px`;
     view.classList.add("zoomed");
-    if (view.dataset.full && !image.dataset.fullLoaded) {
-      image.dataset.fullLoaded = "true";  // the full-resolution image, once
-      image.loading = "eager";
-      image.src = view.dataset.full;
-    }
   }
 
   function highlight(panel, id, on) {
