@@ -1,14 +1,22 @@
 # One image for the web process, the CPU workers, beat and the migrate step; the role is the
 # command (deploy/entrypoint.sh). The GPU worker's image (Dockerfile.gpu) adds vLLM.
 #
-# It builds offline: the dependencies come from deploy/requirements.lock (every package
-# pinned with its wheel's SHA-256) and from the wheelhouse in wheels/, which `make wheels`
-# fills once. `docker build --network=none --build-arg LIBREOFFICE=0 .` then needs nothing
-# from outside (LibreOffice, below, comes from Debian's archive); `--build-arg OFFLINE=0` lets
-# pip download what the wheelhouse lacks (still hash-checked).
-FROM python:3.11-slim
+# It builds offline, on any build host, for linux/amd64 or linux/arm64: the dependencies come
+# from deploy/requirements-<arch>.lock (every package pinned with its wheel's SHA-256, for this
+# image's CPython 3.11.16 and glibc 2.36: deploy/platforms.py) and from the wheelhouse
+# wheels/<arch>/, which `make wheels` fills once from any machine. `docker build --network=none
+# --build-arg LIBREOFFICE=0 .` then needs nothing from outside (LibreOffice, below, comes from
+# Debian's archive); `--build-arg OFFLINE=0` lets pip download what the wheelhouse lacks (still
+# hash-checked). `docker buildx build --platform linux/amd64,linux/arm64 .` builds both.
+#
+# The base image by digest: python:3.11-slim-bookworm's index (every platform) as Docker's
+# official-images record (docker-library/repo-info, repos/python/remote/3.11-slim-bookworm.md,
+# PYTHON_VERSION=3.11.16). docs/DEPLOY.md, "Pinned images", says how to move it.
+FROM python:3.11-slim-bookworm@sha256:0bee7276f83efd4a1ee05bbbf4281d95ed28e079220a9457f25a93e3f1e3c31b
 
 ARG OFFLINE=1
+# Set by BuildKit from --platform (amd64 or arm64): which lock and wheelhouse to install.
+ARG TARGETARCH
 # A fixed uid, so that files on volumes and secrets mounted from the host can be given to it.
 ARG FOLIO_UID=10001
 
@@ -52,12 +60,16 @@ RUN if [ "$TESSERACT" = 1 ]; then \
         && rm -rf /var/lib/apt/lists/*; \
     fi
 
-COPY deploy/requirements.lock deploy/requirements.lock
-COPY wheels/ /tmp/wheels/
-RUN if [ "$OFFLINE" = 1 ]; then index="--no-index"; else index=""; fi \
-    && pip install $index --find-links /tmp/wheels --require-hashes --only-binary=:all: \
-        -r deploy/requirements.lock \
-    && rm -rf /tmp/wheels
+# The wheelhouse is mounted for this step only, so no layer of the image keeps it.
+COPY deploy/requirements-amd64.lock deploy/requirements-arm64.lock deploy/
+RUN --mount=type=bind,source=wheels,target=/tmp/wheels \
+    lock="deploy/requirements-$TARGETARCH.lock" \
+    && if [ ! -e "$lock" ]; then echo "no lock for $TARGETARCH: amd64 or arm64" >&2; exit 1; fi \
+    && if [ "$OFFLINE" = 1 ]; then index="--no-index"; else index=""; fi \
+    && if [ "$OFFLINE" = 1 ] && [ ! -d "/tmp/wheels/$TARGETARCH" ]; then \
+        echo "wheels/$TARGETARCH is missing: run \`make wheels\` first" >&2; exit 1; fi \
+    && pip install $index --find-links "/tmp/wheels/$TARGETARCH" --require-hashes \
+        --only-binary=:all: -r "$lock"
 
 # The service's code runs from /app (PYTHONPATH): the server image needs no build backend.
 COPY manage.py pyproject.toml README.md ./
@@ -65,7 +77,7 @@ COPY model model
 COPY webapp webapp
 COPY ocr_worker ocr_worker
 COPY templates templates
-COPY deploy/entrypoint.sh deploy/healthcheck.sh deploy/
+COPY deploy/entrypoint.sh deploy/healthcheck.sh deploy/drain.sh deploy/
 
 # /app/var holds the static files, the beat schedule and, with FOLIO_STORAGE=filesystem, the
 # uploads (FOLIO_MEDIA_ROOT=/app/var/media). The folders exist here, owned by folio, so that

@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast lint bench test-vllm wheels
+.PHONY: run test test-fast lint bench test-vllm wheels wheels-gpu
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,9 +54,15 @@ test-vllm: $(VLLM_VENV)/.installed
 	else FOLIO_VLLM_TIER=1 PYTHONPATH=tests/vllm/shim \
 		$(VLLM_VENV)/bin/python -m tests.stack tests/vllm $(PYTEST_ARGS); fi
 
-# The wheelhouse the server image installs from with no index (Dockerfile): every wheel that
-# deploy/requirements.lock pins, hash-checked. `docker build --network=none --build-arg
-# LIBREOFFICE=0 .` then works (LibreOffice comes from Debian's archive: Dockerfile).
+# The wheelhouses the images install from with no index (Dockerfile, Dockerfile.gpu): every
+# wheel deploy/requirements-<target>.lock pins, hash-checked, for the image's platform and
+# interpreter whatever this host is (deploy/platforms.py). `make wheels` fills wheels/amd64 and
+# wheels/arm64 (WHEELS=amd64 for one); `docker build --network=none --build-arg LIBREOFFICE=0 .`
+# then works (LibreOffice comes from Debian's archive: Dockerfile). `make wheels-gpu` fills
+# wheels/gpu for Dockerfile.gpu.
+WHEELS ?= amd64 arm64
 wheels: | $(BIN)/python
-	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --require-hashes \
-		-r deploy/requirements.lock -d wheels
+	$(BIN)/python deploy/wheelhouse.py $(WHEELS)
+
+wheels-gpu: | $(BIN)/python
+	$(BIN)/python deploy/wheelhouse.py gpu

@@ -4,7 +4,7 @@ and the engine's ``transcribe`` of the same page (the page cut out of its file, 
 check, pymupdf4llm with the layout model, then the repairs: Markdown, formulas, right to left,
 tables).
 
-    python bench/local_speed.py [--rounds 2] [--pages]
+    python bench/local_speed.py [--rounds 2] [--limit N] [--pages]
 
 The pages are the real-page set's born-digital pages (``model.quality.realpages``) that have a
 text layer. Both sides run in this process, alternating page by page, and which side goes first
@@ -65,9 +65,10 @@ OPTIONS = EngineOptions()
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--pages", action="store_true", help="print each page's two times")
+    parser.add_argument("--limit", type=int, help="only the first N pages")
+    parser.add_argument("--pages", action="store_true", help="print each page's times")
     args = parser.parse_args(argv)
-    pages = text_layer_pages()
+    pages = text_layer_pages()[: args.limit]
     files = {pdf: (CORPUS / pdf).read_bytes() for pdf, _ in pages}
     engine = LocalEngine()
     bare(*pages[0])

@@ -8,7 +8,11 @@ each page with its own text so that the result cache answers none, are submitted
 at most --in-flight documents at once. Every second, psutil reads the RSS of every process
 whose command line is the Celery worker's, under the service's process group; the report
 gives the prefork children's RSS after the first document (warm: engines loaded), the peak,
-the last sample, and the growth per 100 pages between the warm and the last sample.
+the last sample, and the growth per 100 pages between the warm and the last sample. For
+sizing a worker container, it also samples the whole worker (its main process and every
+child) as the kernel charges it to a container's memory limit: the sum of each process's
+proportional set size (PSS: pages the prefork children share with their parent counted once),
+and reports that sum's peak.
 
 On a 2-core machine the default is 200 pages; the issue's figure is `--pages 2000`.
 
@@ -63,6 +67,23 @@ def worker_children(service_pid: int) -> list[psutil.Process]:
     return children
 
 
+def worker_pss_mib(children: list[psutil.Process]) -> float:
+    """The whole worker's memory: its main process and its children, PSS summed."""
+    if not children:
+        return 0.0
+    try:
+        tree = [children[0].parent(), *children]
+    except psutil.Error:
+        tree = children
+    total = 0
+    for process in tree:
+        try:
+            total += process.memory_full_info().pss
+        except psutil.Error:
+            continue
+    return total / 2**20
+
+
 def rss_mib(processes: list[psutil.Process]) -> dict[int, float]:
     sizes = {}
     for process in processes:
@@ -96,12 +117,15 @@ def main() -> None:
             base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
         )
         samples: list[tuple[float, int, dict[int, float]]] = []  # (time, pages done, rss)
+        whole: list[float] = []  # the whole worker's PSS, MiB
         done = [0]
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.is_set():
-                samples.append((time.time(), done[0], rss_mib(worker_children(pid))))
+                children = worker_children(pid)
+                samples.append((time.time(), done[0], rss_mib(children)))
+                whole.append(worker_pss_mib(children))
                 stop.wait(SAMPLE_SECONDS)
 
         def one(index: int) -> str:
@@ -149,6 +173,10 @@ def main() -> None:
         f"warm (after the first document), per child: {sorted(round(v) for v in warm.values())} MiB"
     )
     print(f"peak of any child: {peak:.0f} MiB")
+    print(
+        f"peak of the whole worker ({args.processes} processes and their parent, PSS): "
+        f"{max(whole, default=0.0):.0f} MiB"
+    )
     print(f"last sample, per child: {sorted(round(v) for v in last.values())} MiB")
     if warm and last and done[0]:
         growth = (sum(last.values()) / len(last) - sum(warm.values()) / len(warm)) / done[0] * 100

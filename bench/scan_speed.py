@@ -1,7 +1,7 @@
 """The local engine's OCR against Tesseract 5 on the same scanned pages, in one run: speed
 and word accuracy.
 
-    python bench/scan_speed.py [--rounds 1] [--scans-dir DIR] [--pages]
+    python bench/scan_speed.py [--rounds 1] [--limit N] [--scans-dir DIR] [--pages]
 
 The pages are the real-page set's scans (``model.quality.realpages``: every tested page drawn
 at 150 dpi, turned 1°, blurred, speckled and saved as a quality-40 JPEG), those of documents
@@ -10,7 +10,9 @@ sides read that same PNG, alternating page by page (which goes first alternates 
 the machine's other load falls on both alike:
 
 - the engine: ``LocalEngine.transcribe`` of the image (detection, recognition, the page's
-  orientation, the re-read lines, the layout into Markdown);
+  orientation, the re-read lines, the layout into Markdown), with one ONNX Runtime thread a
+  model (``FOLIO_LOCAL_OCR_THREADS=1``, the default) and with a thread per core (``engine, N
+  threads``: ONNX Runtime's own default, the engine's setting before issue 28);
 - Tesseract: Debian's ``tesseract`` command on the PNG (``-l eng``, its default page
   segmentation), single-threaded (``OMP_THREAD_LIMIT=1``), as a user would run it.
 
@@ -39,6 +41,7 @@ import pymupdf  # noqa: E402
 from model.documents import MUPDF_LOCK  # noqa: E402
 from model.engines.base import EngineOptions, PageInput  # noqa: E402
 from model.engines.local import LocalEngine  # noqa: E402
+from model.engines.local_config import LocalConfig  # noqa: E402
 from model.engines.pdf_text import pdf_page_image  # noqa: E402
 from model.quality.realpages import (  # noqa: E402
     CORPUS,
@@ -92,31 +95,36 @@ def tesseract_read(path: Path) -> tuple[float, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--limit", type=int, help="only the first N pages")
     parser.add_argument("--scans-dir", type=Path, help="keep the scans here (default: temp)")
     parser.add_argument("--pages", action="store_true", help="print each page's figures")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        pages = scanned_pages(args.scans_dir or Path(tmp))
-        engine = LocalEngine()
-        engine.load()
+        pages = scanned_pages(args.scans_dir or Path(tmp))[: args.limit]
+        cores = os.cpu_count() or 1
+        engines = {
+            "engine": LocalEngine(LocalConfig(ocr_threads=1)),
+            f"engine, {cores} threads": LocalEngine(LocalConfig(ocr_threads=cores)),
+        }
+        for engine in engines.values():
+            engine.load()
         images = []
         for index, (_, _, png, _) in enumerate(pages):
             images.append(Path(tmp) / f"{index}.png")
             images[-1].write_bytes(png)
         tesseract_read(images[0])  # the first call reads eng.traineddata from disk
-        seconds = {"engine": 0.0, "tesseract": 0.0}
-        accuracy = {"engine": 0.0, "tesseract": 0.0}
+        sides = [*engines, "tesseract"]
+        seconds = dict.fromkeys(sides, 0.0)
+        accuracy = dict.fromkeys(sides, 0.0)
         rows = []
         for round_number in range(args.rounds):
             for index, (pdf, number, png, truth) in enumerate(pages):
-                sides = ["engine", "tesseract"]
-                if (round_number + index) % 2:
-                    sides.reverse()
+                shift = (round_number + index) % len(sides)
                 row = {}
-                for side in sides:
+                for side in sides[shift:] + sides[:shift]:
                     spent, text = (
-                        engine_read(engine, png)
-                        if side == "engine"
+                        engine_read(engines[side], png)
+                        if side in engines
                         else tesseract_read(images[index])
                     )
                     seconds[side] += spent
@@ -131,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{side}: {counted / seconds[side]:.3f} pages/s, "
             f"words read {100 * accuracy[side]:.1f} %"
         )
-    print(f"engine/tesseract speed ratio: {seconds['tesseract'] / seconds['engine']:.3f}")
+    for side in engines:
+        print(f"{side}/tesseract speed ratio: {seconds['tesseract'] / seconds[side]:.3f}")
     if args.pages:
         for pdf, number, row in rows:
             print(

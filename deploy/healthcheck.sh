@@ -1,7 +1,8 @@
 #!/bin/sh
 # The images' HEALTHCHECK: asks the process that deploy/entrypoint.sh started whether it
-# serves. web: GET /readyz/web (its database and broker answer); worker and beat: a Celery ping to its own node name (a worker
-# busy on pages still answers: its main process does). One-off roles are always healthy.
+# serves. web: GET /readyz/web (its database and broker answer); worker and beat: a Celery
+# ping to its own node name (a worker busy on pages still answers: its main process does).
+# One-off roles are always healthy.
 set -eu
 var_dir="${FOLIO_VAR_DIR:-/app/var}"
 [ -r "$var_dir/run/role" ] || exit 0

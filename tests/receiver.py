@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +25,10 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     # Answer a verification event with its challenge, as an endpoint that passes it does.
     echo_challenge: bool = False
+    # The address it listens on (the multi-host test's is on its own network).
+    host: str = "127.0.0.1"
+    # Called with each request as it arrives (the multi-host test verifies signatures then).
+    on_receive: Callable[[Received], None] | None = None
 
     def __post_init__(self):
         receiver = self
@@ -32,8 +37,11 @@ class Receiver:
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 body = self.rfile.read(length)
+                arrived = Received(dict(self.headers), body, self.path)
+                if receiver.on_receive is not None:
+                    receiver.on_receive(arrived)
                 with receiver.lock:
-                    receiver.received.append(Received(dict(self.headers), body, self.path))
+                    receiver.received.append(arrived)
                     index = min(len(receiver.received), len(receiver.script)) - 1
                 status, headers = receiver.script[index]
                 self.send_response(status)
@@ -50,12 +58,12 @@ class Receiver:
                 pass
 
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer((self.host, 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hooks/folio"
+        return f"http://{self.host}:{self.server.server_address[1]}/hooks/folio"
 
     def wait_for(self, count: int, *, timeout: float = 60) -> list[Received]:
         deadline = time.monotonic() + timeout

@@ -1,6 +1,7 @@
 """Deployment configuration that can be checked without starting processes: the storage
-settings, the compose file read as Compose reads it, the image's lock, retention's deletion
-of stored folders, and the reaper's handling of a lost worker node."""
+settings, the compose file read as Compose reads it, the images' locks, retention's deletion
+of stored folders, and the reaper's handling of a lost worker node. The Kubernetes manifests
+are tests/test_deploy_kubernetes.py's; the wheelhouses, tests/test_deploy_images.py's."""
 
 from __future__ import annotations
 
@@ -103,10 +104,13 @@ def test_compose_validates_as_compose_reads_it(tmp_path):
     project.mkdir()
     shutil.copy(REPOSITORY / "docker-compose.yml", project)
     (project / ".secrets").mkdir()
-    for secret in ("folio_secret_key", "s3_secret_key"):
+    for secret in compose()["secrets"]:
         (project / ".secrets" / secret).write_text("x" * 48)
+    (project / "deploy").mkdir()
+    shutil.copy(REPOSITORY / "deploy" / "Caddyfile", project / "deploy")
+    profiles = sorted({p for s in compose()["services"].values() for p in s.get("profiles", [])})
     result = subprocess.run(
-        [*command, "--profile", "gpu", "--profile", "vllm-serve", "config", "-q"],
+        [*command, *(f"--profile={p}" for p in profiles), "config", "-q"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -126,6 +130,69 @@ def test_every_service_that_touches_files_has_the_storage_settings_and_the_media
         assert "media:/app/var/media" in service["volumes"], name
         assert {"folio_secret_key", "s3_secret_key"} <= set(service["secrets"]), name
     assert folio["migrate"]["environment"]["FOLIO_S3_CREATE_BUCKET"] == "1"
+
+
+def test_compose_takes_the_public_name_from_the_environment_behind_a_tls_proxy():
+    from tests.topology import interpolate
+
+    services = compose()["services"]
+    env = built_here(services)["web"]["environment"]
+    for variable in ("FOLIO_ALLOWED_HOSTS", "FOLIO_PUBLIC_URL"):
+        assert "${FOLIO_PUBLIC_HOST" in env[variable], variable
+    named = {"FOLIO_PUBLIC_HOST": "ocr.example.org"}
+    assert interpolate(env["FOLIO_PUBLIC_URL"], named) == "https://ocr.example.org"
+    assert "ocr.example.org" in interpolate(env["FOLIO_ALLOWED_HOSTS"], named).split(",")
+    assert env["FOLIO_HTTPS"] == "1" and env["FOLIO_TRUSTED_PROXIES"] == "1"
+    # Web is reached through the proxy only; the proxy publishes HTTPS.
+    assert "ports" not in services["web"]
+    proxy = services["proxy"]
+    assert "443:443" in proxy["ports"]
+    assert "./deploy/Caddyfile:/etc/caddy/Caddyfile:ro" in proxy["volumes"]
+    caddyfile = (REPOSITORY / "deploy" / "Caddyfile").read_text()
+    assert "{$FOLIO_PUBLIC_HOST:localhost}" in caddyfile and "reverse_proxy web:8000" in caddyfile
+
+
+def test_the_caddyfile_is_valid_for_caddy(tmp_path):
+    """`caddy validate` (Debian's caddy, installed by .ci/run): the proxy's configuration
+    adapts and provisions, TLS included, without serving."""
+    if shutil.which("caddy") is None:
+        pytest.skip("caddy is not installed here (apt-get install caddy)")
+    result = subprocess.run(
+        ["caddy", "validate", "--adapter", "caddyfile", "--config",
+         str(REPOSITORY / "deploy" / "Caddyfile")],
+        capture_output=True, text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
+             "XDG_CONFIG_HOME": str(tmp_path), "FOLIO_PUBLIC_HOST": "ocr.example.org"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Valid configuration" in result.stdout + result.stderr
+
+
+def test_every_image_is_pinned_by_digest():
+    """Pulled images by digest, as docs/DEPLOY.md's "Pinned images" says; only the
+    vllm-serve profile's vLLM image (issue 25's) is pinned by tag, saying so there."""
+    for name, service in compose()["services"].items():
+        if "image" not in service or name == "vllm":
+            continue
+        assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", service["image"]), name
+
+
+def test_minio_is_health_checked_and_redis_never_evicts():
+    services = compose()["services"]
+    assert services["minio"]["healthcheck"]["test"] == ["CMD", "mc", "ready", "local"]
+    assert services["migrate"]["depends_on"]["minio"] == {"condition": "service_healthy"}
+    command = services["redis"]["command"]
+    assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+    assert command[command.index("--appendonly") + 1] == "yes"
+
+
+def test_flower_is_a_profile_behind_basic_authentication():
+    flower = compose()["services"]["flower"]
+    assert flower["profiles"] == ["flower"]
+    assert "flower_password" in flower["secrets"]
+    command = " ".join(flower["command"])
+    assert "FLOWER_BASIC_AUTH=" in command and "/run/secrets/flower_password" in command
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]  # this host only
 
 
 def test_every_dependency_condition_can_be_met():
@@ -163,8 +230,8 @@ def test_the_server_image_installs_the_libreoffice_the_legacy_formats_ask_for():
     assert packages <= set(
         re.findall(r"libreoffice-[a-z]+-nogui", (REPOSITORY / ".ci/run").read_text())
     )
-    # Before the wheelhouse's layers: a change of dependencies does not install it again.
-    assert dockerfile.index("ARG LIBREOFFICE=1") < dockerfile.index("COPY wheels/")
+    # Before the wheelhouse's step: a change of dependencies does not install it again.
+    assert dockerfile.index("ARG LIBREOFFICE=1") < dockerfile.index("source=wheels")
 
 
 def test_the_secrets_folder_is_kept_out_of_git():
@@ -174,20 +241,54 @@ def test_the_secrets_folder_is_kept_out_of_git():
     assert result.returncode == 0
 
 
-def test_the_image_lock_pins_exactly_the_versions_pyproject_asks_for():
+def _lock(path: Path) -> dict[str, str]:
     lock = {}
-    for line in (REPOSITORY / "deploy" / "requirements.lock").read_text().splitlines():
+    for line in path.read_text().splitlines():
         if match := re.match(r"^([a-z0-9-]+)==(\S+) \\$", line):
             lock[match[1]] = match[2]
+    assert path.read_text().count("--hash=sha256:") == len(lock), path
+    return lock
+
+
+@pytest.mark.parametrize("target", ["amd64", "arm64", "gpu"])
+def test_each_image_lock_pins_exactly_the_versions_pyproject_asks_for(target):
+    from deploy.platforms import TARGETS
+
+    platform = TARGETS[target]
+    lock = _lock(platform.lock)
     with (REPOSITORY / "pyproject.toml").open("rb") as handle:
-        dependencies = tomllib.load(handle)["project"]["dependencies"]
+        project = tomllib.load(handle)["project"]
+    dependencies = project["dependencies"] + [
+        r for extra in platform.extras for r in project["optional-dependencies"][extra]
+    ]
     for requirement in dependencies:
         name, version = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)$", requirement).groups()
-        assert lock.get(re.sub(r"[-_.]+", "-", name).lower()) == version, (
-            f"{requirement} is not in deploy/requirements.lock: run `python deploy/lock.py`"
+        name = re.sub(r"[-_.]+", "-", name).lower()
+        if name in platform.leave_out:
+            assert name not in lock, (target, name)
+            continue
+        assert lock.get(name) == version, (
+            f"{requirement} is not in {platform.lock.name}: run `python deploy/lock.py {target}`"
         )
-    hashes = (REPOSITORY / "deploy" / "requirements.lock").read_text().count("--hash=sha256:")
-    assert hashes == len(lock)
+    header = platform.lock.read_text().splitlines()[1]
+    assert f"CPython {platform.python}" in header and platform.machine in header
+
+
+def test_the_server_image_installs_the_lock_of_its_own_platform():
+    """One lock per platform the Dockerfile can be built for, chosen by BuildKit's
+    TARGETARCH, from a wheelhouse that is mounted and not copied into a layer."""
+    from deploy.platforms import TARGETS
+
+    dockerfile = (REPOSITORY / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}$", dockerfile, re.M)
+    assert "ENV PYTHON_VERSION" not in dockerfile  # the base image's own, as the lock's
+    assert 'lock="deploy/requirements-$TARGETARCH.lock"' in dockerfile
+    for name in ("amd64", "arm64"):
+        assert f"deploy/requirements-{name}.lock" in dockerfile
+        assert TARGETS[name].python == "3.11.16"  # python:3.11-slim-bookworm at that digest
+    assert "COPY wheels" not in dockerfile and "--mount=type=bind,source=wheels" in dockerfile
+    gpu = (REPOSITORY / "Dockerfile.gpu").read_text()
+    assert "--require-hashes" in gpu and "--no-index" in gpu and "requirements-gpu.lock" in gpu
 
 
 # --- retention's folder deletion and the reaper's lost nodes ---------------------------------
@@ -245,55 +346,3 @@ def test_a_node_missing_from_pings_long_enough_loses_its_pages_to_the_others(api
     assert first.status == Page.Status.QUEUED and first.task_id != old_task_id
     assert second.status == Page.Status.RUNNING  # its node answers
     assert third.status == Page.Status.QUEUED
-
-
-# --- Kubernetes manifests ----------------------------------------------------------------------
-
-KUBERNETES = REPOSITORY / "deploy" / "kubernetes"
-
-
-def manifests() -> list[dict]:
-    listed = yaml.safe_load((KUBERNETES / "kustomization.yaml").read_text())["resources"]
-    return [doc for name in listed for doc in yaml.safe_load_all((KUBERNETES / name).read_text())]
-
-
-def test_the_kubernetes_objects_validate_against_the_api_schemas():
-    import kubernetes_validate
-
-    checked = 0
-    for doc in manifests():
-        if doc["apiVersion"].startswith("keda.sh/"):
-            continue  # a custom resource: checked below
-        kubernetes_validate.validate(doc, "1.33.0", strict=True)
-        checked += 1
-    assert checked >= 7
-
-
-def test_each_autoscaler_reads_the_queue_its_deployment_consumes():
-    """KEDA's `redis` trigger (Redis Lists scaler): address host:port, listName, listLength;
-    Celery keeps a queue's waiting messages in a Redis list named after the queue."""
-    from webapp.jobs.queueing import engine_queue
-
-    docs = manifests()
-    deployments = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Deployment"}
-    scalers = [d for d in docs if d["kind"] == "ScaledObject"]
-    assert {s["spec"]["scaleTargetRef"]["name"] for s in scalers} == {
-        "folio-worker",
-        "folio-gpu-worker",
-    }
-    for scaler in scalers:
-        assert scaler["apiVersion"] == "keda.sh/v1alpha1"
-        spec = scaler["spec"]
-        target = deployments[spec["scaleTargetRef"]["name"]]
-        [container] = target["spec"]["template"]["spec"]["containers"]
-        env = {item["name"]: item.get("value") for item in container.get("env", [])}
-        [trigger] = spec["triggers"]
-        assert trigger["type"] == "redis"
-        metadata = trigger["metadata"]
-        assert metadata["listName"] == env["FOLIO_WORKER_QUEUES"]
-        assert metadata["listName"] in {engine_queue("local"), engine_queue("jina-ocr-v1")}
-        assert re.fullmatch(r"[\w.-]+:\d+", metadata["address"])
-        assert int(metadata["listLength"]) > 0 and isinstance(metadata["listLength"], str)
-        assert 0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"]
-        # A pod told to stop finishes its pages: the grace period outlasts the page limit.
-        assert target["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > 330

@@ -1,20 +1,26 @@
-"""The compose topology without Docker: the services of docker-compose.yml started as processes
-from the same entrypoint script with the same environment (tests/topology.py says what is
-swapped for this machine), across "hosts" that share nothing but the network services.
+"""docker-compose.yml's services on a network of hosts, without Docker: each service started as
+its container would be (the same entrypoint, command and environment: tests/topology.py), each
+host a network namespace of its own on one bridge (tests/netns.py), reaching the others by
+their compose names and never over loopback:
 
-- PostgreSQL and Redis: the test's database and Redis database;
-- S3: moto's server mode, standing in for the MinIO of docker-compose.yml;
-- `migrate` (creates the bucket), `web` (gunicorn), `beat`, and two `worker` hosts with
+- ``postgres``, ``redis``, ``minio``: a PostgreSQL cluster and a redis-server started here for
+  this run, and an S3-compatible server that checks credentials (moto's server with IAM
+  enforcement: a wrong key is refused); tests/topology_services.py;
+- ``migrate`` (creates the bucket), ``web`` (gunicorn), ``beat``, and two ``worker`` hosts with
   different host names and separate local disks.
 
 Then documents go in and come out (every stored byte readable from either worker host,
-webhooks delivered and signed), one worker host is killed mid-job (its page is finished by
-the other, nothing lost or doubled), retention deletes every file from the bucket, and a
-missing storage setting stops a service at start naming the variable.
+webhooks delivered and signed), one worker host is cut off the network mid-job (its packets
+dropped) and plugged back in (its page is finished by the other, each page is transcribed once
+and each job's webhook sent once), retention deletes every file from the bucket, and a missing
+storage setting stops a service at start naming the variable.
+
+Skipped, saying why, where network namespaces cannot be made (not root, no iproute2) or the
+servers are not installed.
 
 Figures (printed, and written to test-output/deploy/figures.json): pages per second with one
-worker host and with two, and their ratio, measured in this one run; the time from killing a
-host to its page being finished elsewhere; the bytes left in the bucket after retention.
+worker host and with two, and their ratio, measured in this one run; the time from cutting a
+host off to its page being finished elsewhere; the bytes left in the bucket after retention.
 Worker hosts run one process each (FOLIO_WORKER_CONCURRENCY=1 instead of compose's 2): this
 machine has two cores, so one process is one host's worth of CPU.
 """
@@ -29,17 +35,17 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-import boto3
+import botocore.exceptions
 import httpx
 import pymupdf
 import pytest
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from tests import documents
+from tests import documents, netns
 from tests.receiver import Receiver
-from tests.topology import REPOSITORY, Host, MotoServer, free_port, service_environment
-from tests.workers import purge_queues
+from tests.topology import REPOSITORY, Host, free_port, service_environment
+from tests.topology_services import PostgresServer, RedisServer, S3Server, missing_programs
 from tests.workers import test_database_url as database_url_for_processes
 from webapp.jobs.models import Job, Page
 
@@ -47,13 +53,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 OUTPUT = REPOSITORY / "test-output" / "deploy"
 DOCUMENTS_PER_PHASE = 4  # three pages each
-KILL_WORDS = ("Ardent", "Bramble", "Cobalt", "Dapple", "Ember", "Fathom")
+CUT_WORDS = ("Ardent", "Bramble", "Cobalt", "Dapple", "Ember", "Fathom")
 # The maintenance rounds, quickened so the test does not wait minutes (defaults: 60 s each).
 BEAT_ROUNDS = {
     "FOLIO_REAP_SECONDS": "2",
     "FOLIO_WORKER_LOST_SECONDS": "4",
     "FOLIO_RETENTION_SWEEP_SECONDS": "2",
 }
+DB = "topology"  # the test process's connection to the topology's own PostgreSQL
 
 
 def born_digital_copy(tag: str) -> bytes:
@@ -66,7 +73,7 @@ def born_digital_copy(tag: str) -> bytes:
 def scanned_pages_pdf() -> bytes:
     """One scanned page per word (no text layer: each takes the OCR a moment)."""
     scans = pymupdf.open()
-    for word in KILL_WORDS:
+    for word in CUT_WORDS:
         text = pymupdf.open()
         page = text.new_page(width=595, height=842)
         for line in range(4):
@@ -76,58 +83,65 @@ def scanned_pages_pdf() -> bytes:
     return scans.tobytes()
 
 
-class Deployment:
-    """The running services and an HTTP client for web, with a user's key."""
+def write_secrets(folder: Path, s3_secret: str) -> Path:
+    folder.mkdir()
+    (folder / "folio_secret_key").write_text("topology-test-secret-key-" + "x" * 40)
+    (folder / "s3_secret_key").write_text(s3_secret)
+    return folder
 
-    def __init__(self, scratch: Path, s3: MotoServer):
+
+class Deployment:
+    """The Folio hosts of the compose file on the test network."""
+
+    def __init__(self, scratch: Path, net: netns.Network, s3: S3Server, log_dir: Path = OUTPUT):
         self.scratch = scratch
+        self.log_dir = log_dir
+        self.net = net
         self.s3 = s3
-        secrets = scratch / "secrets"
-        secrets.mkdir()
-        (secrets / "folio_secret_key").write_text("topology-test-secret-key-" + "x" * 40)
-        (secrets / "s3_secret_key").write_text("topology-test-s3-secret")
-        self.replace = {
-            "postgres://folio:folio@postgres:5432/folio": database_url_for_processes(),
-            "redis://redis:6379/0": _broker_url(),
-            "http://minio:9000": s3.url,
-            "/run/secrets/": f"{secrets}/",
-        }
-        self.port = free_port()
+        self.secrets = write_secrets(scratch / "secrets", s3.secret_key)
+        # What Compose would read from the shell: the key the S3 server issued.
+        self.environ = {"FOLIO_S3_ACCESS_KEY": s3.access_key}
         self.hosts: list[Host] = []
 
     def host(self, service: str, hostname: str, **extra: str) -> Host:
-        env = service_environment(service, replace=self.replace)
-        # Webhook targets and fetched URLs may be this machine's loopback in the test only.
-        env |= {"FOLIO_SSRF_ALLOW": "127.0.0.1", **extra}
-        host = Host(service, hostname=hostname, env=env, scratch=self.scratch, log_dir=OUTPUT)
+        env = service_environment(
+            service,
+            replace={"/run/secrets/": f"{self.secrets}/"},
+            environ=self.environ,
+            networked=True,
+        )
+        # The webhook receiver is the test process, on the network's private range.
+        env |= {"FOLIO_SSRF_ALLOW": self.net.client_address, **extra}
+        host = Host(
+            service, hostname=hostname, env=env, scratch=self.scratch, log_dir=self.log_dir,
+            net=self.net,
+        )  # fmt: skip
         self.hosts.append(host)
         return host
 
-    def web(self) -> Host:
-        return self.host("web", "web-1", FOLIO_BIND=f"127.0.0.1:{self.port}", FOLIO_WEB_WORKERS="2")
-
     def worker(self, hostname: str) -> Host:
         return self.host("worker", hostname, FOLIO_WORKER_CONCURRENCY="1")
-
-    def bucket(self):
-        env = self.hosts[0].env
-        return boto3.resource(
-            "s3",
-            endpoint_url=self.s3.url,
-            region_name=env["FOLIO_S3_REGION"],
-            aws_access_key_id=env["FOLIO_S3_ACCESS_KEY"],
-            aws_secret_access_key="unused-by-moto",
-        ).Bucket(env["FOLIO_S3_BUCKET"])
 
     def stop(self) -> None:
         for host in reversed(self.hosts):
             host.stop()
 
 
-def _broker_url() -> str:
-    from django.conf import settings
+@contextlib.contextmanager
+def topology_database(url: str, blocker):
+    """The test process's own connection to the topology's database, as ``DB``."""
+    import dj_database_url
+    from django.db import connections
 
-    return settings.FOLIO_BROKER_URL
+    config = dj_database_url.parse(url)
+    connections.settings[DB] = {**connections.settings["default"], **config, "TEST": {}}
+    try:
+        with blocker.unblock():
+            yield
+    finally:
+        connections[DB].close()
+        del connections[DB]
+        del connections.settings[DB]
 
 
 def wait_for_worker(host: Host) -> None:
@@ -161,16 +175,17 @@ def wait_for_jobs(http: httpx.Client, job_ids: list[str], *, timeout: float = 60
 
 
 def pages_per_second(job_ids: list[str], started: float) -> float:
-    """Pages over the time from the first submission to the last job's end (server clock;
-    the same machine's clock as ``started``)."""
-    jobs = Job.objects.filter(pk__in=job_ids)
+    """Pages over the time from the first submission to the last job's end (the hosts share
+    this machine's clock)."""
+    jobs = Job.objects.using(DB).filter(pk__in=job_ids)
     last = max(job.finished_at.timestamp() for job in jobs)
     return sum(job.pages_total for job in jobs) / (last - started)
 
 
 def hosts_of(job_ids: list[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for worker in Page.objects.filter(job_id__in=job_ids).values_list("worker", flat=True):
+    pages = Page.objects.using(DB).filter(job_id__in=job_ids)
+    for worker in pages.values_list("worker", flat=True):
         node = worker.rsplit(":", 1)[0]
         counts[node] = counts.get(node, 0) + 1
     return counts
@@ -215,10 +230,56 @@ def healthcheck(host: Host, *, retries: int = 1):
     return result
 
 
+class Events:
+    """The receiver's webhook events, each verified (signature, timestamp) as it arrives:
+    the timestamp check would refuse an event read minutes later."""
+
+    def __init__(self, receiver: Receiver, secret: str):
+        self.webhook = Webhook(secret)
+        self.verified: list[dict] = []
+        self.refused: list[Exception] = []
+        receiver.on_receive = self._arrived
+
+    def _arrived(self, received) -> None:
+        try:
+            self.verified.append(self.webhook.verify(received.body, received.headers))
+        except Exception as exc:  # raised again in the test's thread by all()
+            self.refused.append(exc)
+
+    def all(self) -> list[dict]:
+        if self.refused:
+            raise self.refused[0]
+        return list(self.verified)
+
+
+# --- a misconfigured service stops at start (no network needed) ----------------------------
+
+
+class _Local:
+    """The compose environment with this machine's test database and broker, and an S3
+    address where nothing listens: for the preflight, which stops before using them."""
+
+    def __init__(self, scratch: Path):
+        from django.conf import settings
+
+        secrets = write_secrets(scratch / "secrets", "unused")
+        self.scratch = scratch
+        self.replace = {
+            "postgres://folio:folio@postgres:5432/folio": database_url_for_processes(),
+            "redis://redis:6379/0": settings.FOLIO_BROKER_URL,
+            "http://minio:9000": f"http://127.0.0.1:{free_port()}",
+            "/run/secrets/": f"{secrets}/",
+        }
+
+    def host(self, service: str, hostname: str, **extra: str) -> Host:
+        env = service_environment(service, replace=self.replace) | extra
+        return Host(service, hostname=hostname, env=env, scratch=self.scratch, log_dir=OUTPUT)
+
+
 def test_a_service_missing_a_storage_setting_stops_at_start_naming_it(tmp_path):
-    deployment = Deployment(tmp_path, s3=_NoServer())
+    local = _Local(tmp_path)
     for service, missing in (("web", "FOLIO_S3_BUCKET"), ("worker", "FOLIO_S3_SECRET_KEY")):
-        host = deployment.host(service, f"{service}-misconfigured")
+        host = local.host(service, f"{service}-misconfigured")
         host.env.pop(missing, None)
         host.env.pop(f"{missing}_FILE", None)
         started = time.monotonic()
@@ -232,50 +293,77 @@ def test_a_service_missing_a_storage_setting_stops_at_start_naming_it(tmp_path):
 
 
 def test_an_unreachable_bucket_stops_the_service_after_its_wait_naming_the_storage(tmp_path):
-    deployment = Deployment(tmp_path, s3=_NoServer())
-    host = deployment.host("web", "web-without-s3", FOLIO_START_WAIT_SECONDS="2")
+    host = _Local(tmp_path).host("web", "web-without-s3", FOLIO_START_WAIT_SECONDS="2")
     result = host.run(timeout=120)
     assert result.returncode == 69, (result.returncode, result.stderr[-2000:])
     assert "file storage" in result.stderr and "FOLIO_S3" in result.stderr
 
 
-class _NoServer:
-    """An S3 address where nothing listens."""
-
-    url = f"http://127.0.0.1:{free_port()}"
+# --- the hosts on their network -------------------------------------------------------------
 
 
-def test_the_compose_services_on_several_hosts(tmp_path, make_user):
-    from webapp.accounts.services import api_key_create
+@pytest.fixture
+def network(tmp_path):
+    reason = netns.unavailable() or missing_programs()
+    if reason:
+        pytest.skip(f"the multi-host test needs its own network: {reason}")
+    with netns.Network(tmp_path) as net:
+        yield net
 
-    purge_queues("ocr.local", "folio")
+
+def test_the_compose_services_on_a_network_of_hosts(tmp_path, network, django_db_blocker):
     OUTPUT.mkdir(parents=True, exist_ok=True)
     figures: dict[str, object] = {}
-    owner = make_user("operator")
-    key = api_key_create(user=owner).secret
+    net = network
+    servers = [
+        PostgresServer(net, OUTPUT),
+        RedisServer(net, OUTPUT, tmp_path),
+        S3Server(net, OUTPUT),
+    ]
+    postgres, _redis, s3 = servers
+    with contextlib.ExitStack() as stack:
+        for server in servers:
+            stack.callback(server.stop)
+            server.start()
+        receiver = stack.enter_context(Receiver(host=net.client_address))
 
-    with (
-        MotoServer(OUTPUT) as s3,
-        Receiver() as receiver,
-        contextlib.ExitStack() as stack,
-    ):
-        deployment = Deployment(tmp_path, s3)
+        # --- the store checks credentials: a wrong key is refused --------------------------
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            s3.client(secret_key="not-the-key").list_buckets()
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+        deployment = Deployment(tmp_path, net, s3)
         stack.callback(deployment.stop)
+        wrong = deployment.host("migrate", "migrate-wrong-key", FOLIO_START_WAIT_SECONDS="2")
+        wrong.env["FOLIO_S3_SECRET_KEY_FILE"] = str(tmp_path / "wrong-key")
+        (tmp_path / "wrong-key").write_text("not-the-key")
+        refused_start = wrong.run(timeout=180)
+        assert refused_start.returncode == 69, refused_start.stderr[-3000:]
+        assert "file storage" in refused_start.stderr
 
         # --- migrate: the bucket is made on first start, then the migrations run ---------
-        migrate = deployment.host("migrate", "migrate-1").run(timeout=300)
+        migrate = deployment.host("migrate", "migrate").run(timeout=300)
         assert migrate.returncode == 0, migrate.stderr[-3000:]
         assert "created the bucket folio" in migrate.stderr
-        bucket = deployment.bucket()
-        assert bucket.creation_date is not None
+        assert [b["Name"] for b in s3.client().list_buckets()["Buckets"]] == ["folio"]
 
-        web = deployment.web().start()
-        beat = deployment.host("beat", "beat-1", **BEAT_ROUNDS).start()
+        web = deployment.host("web", "web", FOLIO_WEB_WORKERS="2").start()
+        beat = deployment.host("beat", "beat", **BEAT_ROUNDS).start()
         host_a = deployment.worker("host-a").start()
+        key = web.run("python3", "manage.py", "createapikey", "operator", timeout=120)
+        assert key.returncode == 0, key.stderr[-2000:]
+        stack.enter_context(topology_database(_reachable(postgres), django_db_blocker))
         http = httpx.Client(
-            base_url=f"http://127.0.0.1:{deployment.port}",
-            headers={"Authorization": f"Bearer {key}"},
+            base_url=f"http://{net.hosts['web'].address}:8000",
+            # What the proxy sends: the public name, and that the client spoke TLS to it.
+            headers={
+                "Authorization": f"Bearer {key.stdout.strip().splitlines()[-1]}",
+                "Host": "localhost",
+                "X-Forwarded-Proto": "https",
+            },
             timeout=60,
+            # A fresh connection per request: a kept-alive one that gunicorn closed meanwhile
+            # would fail a request that never reached it.
+            limits=httpx.Limits(max_keepalive_connections=0),
         )
         stack.callback(http.close)
         web.wait_for_log("Booting worker", timeout=240)
@@ -289,7 +377,7 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
             },
         )
         assert endpoint.status_code == 201, endpoint.text
-        secret = endpoint.json()["secret"]
+        events = Events(receiver, endpoint.json()["secret"])
 
         # The images' HEALTHCHECK script, as Docker would run it in each container.
         for host in (web, host_a):
@@ -349,63 +437,150 @@ def test_the_compose_services_on_several_hosts(tmp_path, make_user):
             assert host.local_files() == [], (host.hostname, host.local_files())
 
         # Webhooks: one signed event per job, delivered by beat's worker.
-        received = receiver.wait_for(1 + len(one_ids) + len(two_ids), timeout=120)
-        events = [Webhook(secret).verify(r.body, r.headers) for r in received]
-        assert sorted(e["data"]["id"] for e in events) == sorted([warm_up, *one_ids, *two_ids])
-        assert {e["type"] for e in events} == {"job.succeeded"}
+        receiver.wait_for(1 + len(one_ids) + len(two_ids), timeout=120)
+        delivered = events.all()
+        assert sorted(e["data"]["id"] for e in delivered) == sorted([warm_up, *one_ids, *two_ids])
+        assert {e["type"] for e in delivered} == {"job.succeeded"}
 
-        # --- a worker host is lost mid-job -------------------------------------------------
-        [kill_id] = submit_all(http, [("scans.pdf", scanned_pages_pdf())])
-        deadline = time.monotonic() + 240
-        orphan = None
-        while orphan is None and time.monotonic() < deadline:
-            orphan = Page.objects.filter(
-                job_id=kill_id, status=Page.Status.RUNNING, worker__startswith="worker@host-b:"
-            ).first()
-            time.sleep(0.05)
-        assert orphan is not None, "host-b never took a page"
-        host_b.kill()
-        killed_at = time.time()
-        assert healthcheck(host_b).returncode != 0  # Docker would mark it unhealthy
-
-        [job] = wait_for_jobs(http, [kill_id], timeout=300)
-        assert job["status"] == "succeeded", job
-        orphan.refresh_from_db()
-        assert orphan.attempts == 2 and orphan.worker.startswith("worker@host-a:")
-        figures["host_lost_page_handed_out_after_seconds"] = round(
-            orphan.enqueued_at.timestamp() - killed_at, 1
-        )
-        figures["host_lost_page_finished_after_seconds"] = round(
-            orphan.finished_at.timestamp() - killed_at, 1
-        )
-        markdown = http.get(f"/v1/jobs/{kill_id}/result").text
-        for word in KILL_WORDS:
-            assert markdown.count(f"{word} line 1") == 1, markdown
-        counts = {p["number"]: p["attempts"] for p in job["pages"]}
-        assert all(n == 1 for number, n in counts.items() if number != orphan.number), counts
+        # --- a worker host is cut off the network mid-job, then plugged back in ----------
+        [cut_id] = submit_all(http, [("scans.pdf", scanned_pages_pdf())])
+        figures |= cut_off_and_back(net, http, host_b, cut_id)
+        markdown = http.get(f"/v1/jobs/{cut_id}/result").text
+        for word in CUT_WORDS:
+            assert markdown.count(f"{word} line 1") == 1, markdown  # each page once
         receiver.wait_for(1 + len(one_ids) + len(two_ids) + 1, timeout=120)
-        time.sleep(3)  # a doubled end would send a second event by now
-        kill_events = [
-            e
-            for e in (Webhook(secret).verify(r.body, r.headers) for r in receiver.received)
-            if e["data"]["id"] == kill_id
-        ]
-        assert len(kill_events) == 1, kill_events
+        time.sleep(5)  # a doubled end would send a second event by now
+        cut_events = [e for e in events.all() if e["data"]["id"] == cut_id]
+        assert len(cut_events) == 1, cut_events
+        ids = [e["data"]["id"] for e in events.all()]
+        assert len(ids) == len(set(ids)), "a job's webhook was delivered twice"
+
+        # --- a backup, restored into an empty stack, serves the same results -------------
+        all_ids = [warm_up, *one_ids, *two_ids, cut_id]
+        stored = stored_files_seen_from(host_a)
+        restored = backup_restored_elsewhere(tmp_path, deployment, http, cut_id, stored)
+        figures |= restored
 
         # --- retention: files and results of expired jobs leave the bucket ---------------
-        all_ids = [warm_up, *one_ids, *two_ids, kill_id]
-        assert sum(obj.size for obj in bucket.objects.all()) > 0
-        Job.objects.filter(pk__in=all_ids).update(expires_at=timezone.now() - timedelta(seconds=1))
+        assert bucket_bytes(s3) > 0
+        Job.objects.using(DB).filter(pk__in=all_ids).update(
+            expires_at=timezone.now() - timedelta(seconds=1)
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            if not Job.objects.filter(
-                pk__in=all_ids, expired_at__isnull=True
-            ).exists() and not list(bucket.objects.all()):
+            unexpired = Job.objects.using(DB).filter(pk__in=all_ids, expired_at__isnull=True)
+            if not unexpired.exists() and bucket_bytes(s3) == 0:
                 break
             time.sleep(1)
-        figures["bytes_left_after_retention"] = sum(obj.size for obj in bucket.objects.all())
+        figures["bytes_left_after_retention"] = bucket_bytes(s3)
         assert figures["bytes_left_after_retention"] == 0
         assert http.get(f"/v1/jobs/{one_ids[0]}/result").status_code == 410
 
     (OUTPUT / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     print(f"\ndeployment figures: {json.dumps(figures)}")
+
+
+def backup_restored_elsewhere(
+    tmp_path: Path, deployment: Deployment, http: httpx.Client, job_id: str, stored: dict
+) -> dict:
+    """deploy/backup.sh on a host of the running stack, deploy/restore.sh into a new one (its
+    own network, PostgreSQL, Redis and S3 server, all empty), and that stack's web serves the
+    job's result to the same API key, with every stored file back under its name."""
+    backup = tmp_path / "backup"
+    made = deployment.host("web", "backup").run("sh", "deploy/backup.sh", str(backup), timeout=300)
+    assert made.returncode == 0, made.stderr[-3000:]
+    result = http.get(f"/v1/jobs/{job_id}/result").text
+    with contextlib.ExitStack() as stack:
+        other = stack.enter_context(netns.Network(tmp_path / "elsewhere"))
+        servers = [
+            PostgresServer(other, OUTPUT / "elsewhere"),
+            RedisServer(other, OUTPUT / "elsewhere", tmp_path / "elsewhere"),
+            S3Server(other, OUTPUT / "elsewhere"),
+        ]
+        for server in servers:
+            stack.callback(server.stop)
+            server.start()
+        empty = Deployment(tmp_path / "elsewhere", other, servers[2], OUTPUT / "elsewhere")
+        stack.callback(empty.stop)
+        put_back = empty.host("migrate", "restore").run(
+            "sh", "deploy/restore.sh", str(backup), timeout=300
+        )
+        assert put_back.returncode == 0, put_back.stderr[-3000:]
+        assert empty.host("migrate", "migrate").run(timeout=300).returncode == 0
+        web = empty.host("web", "web", FOLIO_WEB_WORKERS="1").start()
+        web.wait_for_log("Booting worker", timeout=240)
+        there = httpx.Client(
+            base_url=f"http://{other.hosts['web'].address}:8000",
+            headers=http.headers,
+            timeout=60,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+        stack.callback(there.close)
+        deadline = time.monotonic() + 60
+        while (answer := there.get(f"/v1/jobs/{job_id}/result")).status_code != 200:
+            assert time.monotonic() < deadline, answer.text
+            time.sleep(1)
+        assert answer.text == result
+        restored = stored_files_seen_from(web)
+        assert restored == stored  # every object, the same bytes under the same name
+        files = json.loads((backup / "files" / "manifest.json").read_text())
+    return {
+        "backup_files": len(files),
+        "backup_bytes": sum(p.stat().st_size for p in backup.rglob("*") if p.is_file()),
+    }
+
+
+def bucket_bytes(s3: S3Server) -> int:
+    listing = s3.client().list_objects_v2(Bucket="folio")
+    return sum(item["Size"] for item in listing.get("Contents", []))
+
+
+def _reachable(postgres: PostgresServer) -> str:
+    """The database's URL as the test process reaches it (by address: this process does not
+    read the hosts' hosts file)."""
+    return postgres.url.replace(f"@{postgres.name}:", f"@{postgres.host.address}:")
+
+
+def cut_off_and_back(net: netns.Network, http: httpx.Client, host: Host, job_id: str) -> dict:
+    """Cut ``host`` off while it holds a page of the job; its page must be handed to another
+    host and finished there; then plug it back in, and the job ends with every page done once
+    (the cut-off host's late save refused by the page's claim)."""
+    deadline = time.monotonic() + 240
+    orphan = None
+    while orphan is None and time.monotonic() < deadline:
+        orphan = (
+            Page.objects.using(DB)
+            .filter(job_id=job_id, status=Page.Status.RUNNING)
+            .filter(worker__startswith=f"worker@{host.hostname}:")
+            .first()
+        )
+        time.sleep(0.05)
+    assert orphan is not None, f"{host.hostname} never took a page"
+    net.partition(host.hostname)
+    cut_at = time.time()
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            orphan.refresh_from_db(using=DB)
+            if orphan.status == Page.Status.SUCCEEDED:
+                break
+            time.sleep(0.5)
+        assert orphan.status == Page.Status.SUCCEEDED, orphan.status
+        assert not orphan.worker.startswith(f"worker@{host.hostname}:"), orphan.worker
+        assert orphan.attempts == 2
+        handed_out, finished = orphan.enqueued_at.timestamp(), orphan.finished_at.timestamp()
+    finally:
+        net.heal(host.hostname)
+    [job] = wait_for_jobs(http, [job_id], timeout=300)
+    assert job["status"] == "succeeded", job
+    counts = {p["number"]: p["attempts"] for p in job["pages"]}
+    assert all(n == 1 for number, n in counts.items() if number != orphan.number), counts
+    # Back on the network, the host answers again and takes work (its Celery connection
+    # survived the cut, as TCP does over a short outage).
+    assert healthcheck(host, retries=6).returncode == 0
+    orphan.refresh_from_db(using=DB)
+    assert orphan.attempts == 2 and not orphan.worker.startswith(f"worker@{host.hostname}:")
+    return {
+        "cut_off_page_handed_out_after_seconds": round(handed_out - cut_at, 1),
+        "cut_off_page_finished_after_seconds": round(finished - cut_at, 1),
+    }

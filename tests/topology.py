@@ -1,15 +1,19 @@
 """docker-compose.yml's services as processes on this machine, for the multi-host test.
 
 Each service is started the way its container would start it: ``deploy/entrypoint.sh`` with
-the service's ``command``, and the service's ``environment`` read from docker-compose.yml.
-Only what a container gets from Docker itself is replaced:
+the service's ``command``, and the service's ``environment`` read from docker-compose.yml
+(``${NAME:-default}`` filled from the mapping the test gives, as Compose fills it from the
+shell). On the test network (tests/netns.py) a host is a network namespace of its own, and
+the compose host names (``postgres``, ``redis``, ``minio``) are real hosts there, so the
+environment is used as written. Only what a container gets from Docker itself is replaced:
 
-- addresses: the compose host names (``postgres``, ``redis``, ``minio``) become the test's
-  PostgreSQL database, its Redis database and the S3-compatible server the test runs (moto's
-  server mode standing in for MinIO); ``/run/secrets/NAME`` becomes a file the test wrote;
-- the machine: each "host" gets its own host name (FOLIO_HOSTNAME) and its own local disk
+- ``/run/secrets/NAME`` becomes a file the test wrote;
+- the machine: each host gets its own host name (FOLIO_HOSTNAME) and its own local disk
   (FOLIO_VAR_DIR, FOLIO_MEDIA_ROOT and TMPDIR under a folder of its own), so a file written
   to local disk by mistake is one the other hosts cannot see.
+
+Without a network (``net=None``) a host is a process group on this machine, and ``replace``
+swaps the compose addresses for this machine's services: the preflight tests use that.
 """
 
 from __future__ import annotations
@@ -22,9 +26,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import yaml
+
+from tests.netns import Network
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = REPOSITORY / "docker-compose.yml"
@@ -53,53 +60,37 @@ def compose_services() -> dict:
     return yaml.safe_load(COMPOSE_FILE.read_text())["services"]
 
 
-def interpolate(value: str) -> str:
-    """Compose's ``${NAME:-default}``, from this process's environment."""
-    return _DEFAULTED.sub(lambda match: os.environ.get(match[1]) or match[2], value)
+def interpolate(value: str, environ: Mapping[str, str]) -> str:
+    """Compose's ``${NAME:-default}``, from ``environ`` (Compose reads the shell's)."""
+    return _DEFAULTED.sub(lambda match: environ.get(match[1]) or match[2], value)
 
 
-def service_environment(service: str, *, replace: dict[str, str]) -> dict[str, str]:
+def service_environment(
+    service: str,
+    *,
+    replace: dict[str, str],
+    environ: Mapping[str, str] | None = None,
+    networked: bool = False,
+) -> dict[str, str]:
     """The service's environment from docker-compose.yml, with ``replace``'s substrings
-    (compose addresses, secret paths) swapped for this machine's."""
+    (secret paths; without a network, the compose addresses too) swapped for this machine's."""
     env = {}
     for name, value in (compose_services()[service].get("environment") or {}).items():
-        value = interpolate(str(value))
+        value = interpolate(str(value), environ or {})
         for old, new in replace.items():
             value = value.replace(old, new)
         env[name] = value
-    for name, value in env.items():
-        for host in COMPOSE_HOSTS:
-            assert f"//{host}:" not in value and f"@{host}:" not in value, (
-                f"{service}: {name}={value} still names the compose host {host!r}"
-            )
+    if not networked:
+        for name, value in env.items():
+            for host in COMPOSE_HOSTS:
+                assert f"//{host}:" not in value and f"@{host}:" not in value, (
+                    f"{service}: {name}={value} still names the compose host {host!r}"
+                )
     return env
 
 
 def service_command(service: str) -> list[str]:
     return [str(part) for part in compose_services()[service]["command"]]
-
-
-class MotoServer:
-    """moto's S3-compatible server (``moto_server``) on a free port."""
-
-    def __init__(self, log_dir: Path):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_dir / "s3.log"
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> MotoServer:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-        wait_for_port(self.port)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        os.killpg(self.process.pid, signal.SIGTERM)
-        self.process.wait(10)
 
 
 class Host:
@@ -108,10 +99,20 @@ class Host:
     killing it is losing the machine)."""
 
     def __init__(
-        self, service: str, *, hostname: str, env: dict[str, str], scratch: Path, log_dir: Path
+        self,
+        service: str,
+        *,
+        hostname: str,
+        env: dict[str, str],
+        scratch: Path,
+        log_dir: Path,
+        net: Network | None = None,
     ):
         self.service = service
         self.hostname = hostname
+        self.net = net
+        if net is not None:
+            net.add(hostname)
         self.disk = scratch / hostname
         for folder in ("var", "media", "tmp"):
             (self.disk / folder).mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,8 @@ class Host:
         self.process: subprocess.Popen | None = None
 
     def command(self, *args: str) -> list[str]:
-        return ["sh", str(ENTRYPOINT), *args]
+        argv = ["sh", str(ENTRYPOINT), *args]
+        return self.net.command(self.hostname, argv) if self.net else argv
 
     def start(self, *args: str) -> Host:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
