@@ -4,10 +4,10 @@ The repairs of a single page (``model.markdown_repair.drop_running_lines``) know
 line only by its shape (a page number, "Page 3 of 10", a download stamp); pymupdf4llm's layout
 model drops the heads it recognises. A book's running head ("Sample paper for the amsmath
 package", "4. MISCELLANEOUS MATHEMATICAL FEATURES" beside its page number) has no such shape:
-what makes it a running line is that the pages around it carry it too. A line in the top or
-bottom tenth of the page whose text, its numbers aside, is also a line in the same margin of
-one of the two pages before or after it (odd and even pages often carry different heads) is
-a running line.
+what makes it a running line is that the pages around it carry it too. A line of the page's
+first row or last two rows that is also a line in the same margin of one of the two pages
+before or after it (odd and even pages often carry different heads; any page number matches
+any other) is a running line.
 """
 
 from __future__ import annotations
@@ -72,12 +72,14 @@ def edge_lines(lines: Iterable[tuple[float, float, str]], height: float) -> list
 
 
 def signature(text: str) -> str:
-    """A line's text as the pages of a document vary it: numbers aside, case and spacing
-    folded."""
-    text = unicodedata.normalize("NFKC", text).lower()
-    text = re.sub(r"\d+", "#", text)
-    text = _ROMAN.sub("#", text)
-    return " ".join(text.split())
+    """A line's text as the pages of a document vary it: a page number (arabic or roman,
+    alone on its line) is any page number; any other line must recur as it is, case and
+    spacing folded ("Chapter 2" atop one page and "Chapter 3" atop the next are no running
+    head)."""
+    text = " ".join(unicodedata.normalize("NFKC", text).lower().split())
+    if re.fullmatch(r"\d{1,4}", text) or _ROMAN.fullmatch(text):
+        return "#"
+    return text
 
 
 def running_lines(doc: pymupdf.Document, index: int, own: Iterable[tuple[str, str]]) -> list[str]:

@@ -31,6 +31,11 @@ def test_a_head_the_next_pages_carry_is_running_and_the_first_body_line_is_not()
     assert set(running_lines(doc, 1, own)) == {"A Short Book", "2"}
 
 
+def test_chapter_headings_atop_consecutive_pages_are_not_running_heads():
+    doc = _book(["Chapter 1", "Chapter 2", "Chapter 3"], ["One", "Two", "Three"])
+    assert running_lines(doc, 1, margin_lines(doc[1])) == ["2"]
+
+
 def test_a_lone_page_has_no_running_lines_to_find():
     doc = _book(["A Short Book"], ["Chapter one begins"])
     assert running_lines(doc, 0, margin_lines(doc[0])) == []
