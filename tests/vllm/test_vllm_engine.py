@@ -179,6 +179,8 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
     off = decode(checkpoint, "off-eager", tmp_path)
     expected = tiny_checkpoint.expected_output()
     assert off["status"]["speculation"] == "off-eager"
+    # As a worker on the no-speculation queue decodes: with DeepSeek-OCR's n-gram blocker.
+    assert off["status"]["ngram_blocker"] is True
     for page in off["pages"]:
         # The checkpoint was built to say exactly this; vLLM keeps the EOS id at the end.
         assert page["token_ids"] == expected, page
