@@ -27,6 +27,12 @@ Presets: ``off-eager`` and ``off`` (no speculation, eager and with CUDA graphs),
 and ``k3-eager`` (FastMTP at K=1 with graphs and K=3 eager), so batch-1 figures come for
 eager and graphs, with and without speculation.
 
+Host memory: during the throughput run a thread sums, every second, the proportional set size
+(PSS: shared pages counted once) of this process and all its children (vLLM's engine core runs
+in one), as a container's memory limit charges them; the peak is printed as
+``host_memory_peak_mib``, the figure the GPU worker's memory request and limit are set from
+(docs/DEPLOY.md, "Sizing").
+
 Identity: greedy decoding with speculation must give the same text as without, page for page.
 Each preset's text per page is hashed; the last line says whether every preset agrees with the
 first one, and lists the pages that differ otherwise.
@@ -44,11 +50,13 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
+import psutil
 import pymupdf
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -82,6 +90,36 @@ def corpus_pages(corpus: Path) -> list[tuple[str, bytes, int]]:
     return pages
 
 
+class HostMemoryPeak:
+    """The largest PSS of this process and its children, summed, sampled every second while
+    the ``with`` block runs (MiB)."""
+
+    def __init__(self) -> None:
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    total += process.memory_full_info().pss
+                except psutil.Error:
+                    continue  # a child that ended between the listing and the read
+            self.peak_mib = max(self.peak_mib, total / 2**20)
+            self._stop.wait(1.0)
+
+    def __enter__(self) -> HostMemoryPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def run(preset: str, args: argparse.Namespace, pages: list) -> dict:
     # The worker's own settings (FOLIO_VLLM_PROMPT and the rest), with the bench's on top.
     base = VllmConfig.from_env({**os.environ, "FOLIO_VLLM_MODEL": str(args.model)})
@@ -102,7 +140,7 @@ def run(preset: str, args: argparse.Namespace, pages: list) -> dict:
         return name, number, result
 
     try:
-        with ThreadPoolExecutor(args.concurrency) as pool:
+        with ThreadPoolExecutor(args.concurrency) as pool, HostMemoryPeak() as host_memory:
             list(pool.map(one, work[: args.warmup]))
             before = metrics.spec_decode_totals()
             started = time.perf_counter()
@@ -138,6 +176,7 @@ def run(preset: str, args: argparse.Namespace, pages: list) -> dict:
         "mean_ttft_seconds": round(statistics.fmean(ttfts), 3) if ttfts else None,
         "batch1_decode_tokens_per_second": round(statistics.median(batch1), 1) if batch1 else None,
         "batch1_pages": len(batch1),
+        "host_memory_peak_mib": round(host_memory.peak_mib),
     }
     if after and after.get("draft_tokens", 0) > before.get("draft_tokens", 0):
         drafts = after["drafts"] - before["drafts"]
