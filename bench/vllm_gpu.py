@@ -41,6 +41,13 @@ Presets, the seeds' matrix: K=0, 1, 3 (``off``, ``k1-*``, ``k3-*``) each eager a
 graphs. The baseline is ``off`` (graphs, no speculation: what a user would run without a draft
 head); every preset's batch-1 tok/s and pages/s are also printed as a ratio to it.
 
+Host memory: during the throughput run a thread sums, every second, the proportional set size
+(PSS: shared pages counted once) of this process and all its children (vLLM's engine core runs
+in one), as a container's memory limit charges them; the peak is printed as
+``host_memory_peak_mib``, the figure the GPU worker's memory request and limit are set from
+(docs/DEPLOY.md, "Sizing").
+
+
 Identity, worded for what it is. Greedy verification commits only the verifier's own argmax, so
 speculation cannot change the text in exact arithmetic; in bfloat16 at concurrency 32 the
 kernels are batch-variant (a page's logits depend on what it is batched with), so text is not
@@ -66,11 +73,13 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pymupdf
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -118,6 +127,36 @@ def corpus_pages(corpus: Path, *, min_chars: int, per_document: int) -> list[dic
     # One page of each document in turn, so that any prefix of the work is mixed too.
     interleaved = itertools.chain.from_iterable(itertools.zip_longest(*documents))
     return [page for page in interleaved if page is not None]
+
+
+class HostMemoryPeak:
+    """The largest PSS of this process and its children, summed, sampled every second while
+    the ``with`` block runs (MiB)."""
+
+    def __init__(self) -> None:
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for process in [me, *me.children(recursive=True)]:
+                try:
+                    total += process.memory_full_info().pss
+                except psutil.Error:
+                    continue  # a child that ended between the listing and the read
+            self.peak_mib = max(self.peak_mib, total / 2**20)
+            self._stop.wait(1.0)
+
+    def __enter__(self) -> HostMemoryPeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def expected_seconds(plan: dict[str, Any], figures: dict[str, Any]) -> float | None:
@@ -271,7 +310,7 @@ def throughput(preset: str, args, plan, pages, data) -> dict[str, Any]:
         return page, transcribe(engine, page, data)
 
     try:
-        with ThreadPoolExecutor(args.concurrency) as pool:
+        with ThreadPoolExecutor(args.concurrency) as pool, HostMemoryPeak() as host_memory:
             warm_start = time.perf_counter()
             list(pool.map(one, work[: args.warmup]))
             if args.warmup:
@@ -325,6 +364,7 @@ def throughput(preset: str, args, plan, pages, data) -> dict[str, Any]:
         "mean_ttft_seconds": round(statistics.fmean(ttfts), 3) if ttfts else None,
         "batch1_decode_tokens_per_second": round(statistics.median(batch1), 1) if batch1 else None,
         "batch1_pages": len(batch1),
+        "host_memory_peak_mib": round(host_memory.peak_mib),
     }
     if after and after.get("draft_tokens", 0) > before.get("draft_tokens", 0):
         drafts = after["drafts"] - before["drafts"]

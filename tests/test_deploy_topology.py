@@ -17,6 +17,7 @@ storage setting stops a service at start naming the variable.
 
 Skipped, saying why, where network namespaces cannot be made (not root, no iproute2) or the
 servers are not installed.
+In the deployment tier: `make test-deploy`, which `.ci/run` runs after `make test`.
 
 Figures (printed, and written to test-output/deploy/figures.json): pages per second with one
 worker host and with two, and their ratio, measured in this one run; the time from cutting a
