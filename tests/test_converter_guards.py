@@ -115,8 +115,8 @@ def reading(monkeypatch):
     """What inspection reads of the test sheet: the bytes of it that the byte scans read
     (in chunks of 4 KiB instead of a mebibyte, so that stopping early shows) and the rows the
     parse reads."""
-    read = {"bytes": 0, "rows": 0}
-    real_chunks, real_ended = guards.chunks, guards.iter_ended
+    read = {"bytes": 0, "rows": 0, "standing": 0}
+    real_chunks, real_rows = guards.chunks, guards.iter_rows
 
     def chunks(archive, info, **kwargs):
         for chunk in real_chunks(archive, info, **kwargs):
@@ -124,14 +124,16 @@ def reading(monkeypatch):
                 read["bytes"] += len(chunk)
             yield chunk
 
-    def iter_ended(archive, info, fmt, tag):
-        for element in real_ended(archive, info, fmt, tag):
+    def iter_rows(archive, info, fmt, tag, **kwargs):
+        for element in real_rows(archive, info, fmt, tag, **kwargs):
             read["rows"] += info.filename == SHEET
+            standing = sum(1 for _ in element.getroottree().iter())
+            read["standing"] = max(read["standing"], standing)
             yield element
 
     monkeypatch.setattr(guards, "_SCAN_CHUNK", 4096)
     monkeypatch.setattr(guards, "chunks", chunks)
-    monkeypatch.setattr(guards, "iter_ended", iter_ended)
+    monkeypatch.setattr(guards, "iter_rows", iter_rows)
     return read
 
 
@@ -198,6 +200,23 @@ def test_a_sheet_of_empty_elements_under_the_cell_limit_is_refused_before_the_pa
 
     assert reading["rows"] == 0
     assert reading["bytes"] < sheet_bytes(data) / 2
+
+
+def test_what_the_parse_of_a_sheet_has_passed_is_let_go_whatever_it_is(reading):
+    """Elements the converter does not read still fill a parse's tree: 4,000 of them in a
+    cell (within the element bound) stand no longer than it takes to pass them."""
+    data = hostile_office.xlsx_with_sheet_data(
+        [
+            b"<row><c><v>1</v></c><c><v>2</v>" + b'<x a="1"/>' * 4_000 + b"</c></row>",
+            b"<row><c><v>3</v></c></row>",
+        ]
+    )
+
+    assert units.unit_plan(data, formats.XLSX, max_cells=CELLS)[0] == 1
+    assert reading["rows"] == 2
+    # The row, its cells, and what the parser has read ahead of its events (the sheet's
+    # head and tail): not the 4,000.
+    assert reading["standing"] < 1_000
 
 
 def test_a_sheet_whose_extent_passes_the_limit_is_parsed_only_up_to_the_row_that_passes_it(

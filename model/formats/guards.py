@@ -437,6 +437,60 @@ def iter_ended(
             ) from exc
 
 
+def iter_rows(
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    fmt: types.Format,
+    tag: str,
+    *,
+    max_children: int,
+) -> Iterator[lxml.etree._Element]:
+    """Each ``tag`` element of a part once it has ended, as ``iter_ended``, in a part whose
+    other elements are let go as well: every element but a ``tag`` element's children is
+    cleared once it has ended, and its earlier siblings dropped. What stands in memory is
+    the current ``tag`` element, its children (refused past ``max_children``: a sheet's row
+    holds at most 16,384 cells) each with its last child, and their ancestors, whatever
+    else the part holds: a sheet of millions of elements written outside its rows (merges,
+    formats, elements of no namespace) never stands as a tree. Every element comes through
+    here, which costs about twice the parse of ``iter_ended``; that is what bounds the
+    memory."""
+    check_prolog(archive, info, fmt)
+    with _open(archive, info) as entry:
+        events = lxml.etree.iterparse(
+            entry,
+            events=("end",),
+            resolve_entities=False,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
+        )
+        try:
+            for _, element in events:
+                parent = element.getparent()
+                if element.tag == tag:
+                    yield element
+                elif parent is None:
+                    continue  # the root, at the end
+                elif parent.tag == tag:
+                    if len(parent) > max_children:
+                        raise ContainerRefused(
+                            f"the {fmt.name} file's part {info.filename!r} has a "
+                            f"{_local(tag)} of more than {max_children:,} elements, past "
+                            "what a spreadsheet can hold; the file is damaged or forged",
+                            code="corrupt",
+                        )
+                    continue  # read with its row
+                element.clear(keep_tail=False)
+                if parent is not None:
+                    while element.getprevious() is not None:
+                        del parent[0]
+        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ContainerRefused(
+                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
+                code="corrupt",
+            ) from exc
+
+
 def check_sheet_extent(
     sheet: str, rows: int, columns: int, *, max_cells: int = MAX_SHEET_CELLS
 ) -> None:

@@ -155,10 +155,14 @@ def filled_extent(
     harmless). What it reads is bounded by ``max_cells`` whatever the sheet holds: a byte
     scan first (``sheet_bound``), stopping where the sheet passes a limit, then a parse of
     at most ``ELEMENTS_PER_CELL * max_cells`` elements that stops at the row where the extent
-    passes the limit (``guards.check_sheet_extent``)."""
+    passes the limit (``guards.check_sheet_extent``) and lets go of every element it has
+    passed (``guards.iter_rows``)."""
     sheet_bound(archive, info, sheet=sheet, max_cells=max_cells)
     last_row = rows = columns = 0
-    for row in guards.iter_ended(archive, info, fmt, f"{{{_MAIN_NS}}}row"):
+    rows_of = guards.iter_rows(
+        archive, info, fmt, f"{{{_MAIN_NS}}}row", max_children=guards.EXCEL_MAX_COLUMNS
+    )
+    for row in rows_of:
         last_row = _position(row.get("r"), last_row + 1)
         column = 0
         for cell in row.iterchildren(f"{{{_MAIN_NS}}}c"):
