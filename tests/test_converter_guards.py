@@ -219,6 +219,22 @@ def test_what_the_parse_of_a_sheet_has_passed_is_let_go_whatever_it_is(reading):
     assert reading["standing"] < 1_000
 
 
+def test_a_workbook_past_the_pages_a_job_may_take_is_read_only_up_to_them(reading):
+    """Cell limit or not, a sheet of more pages than a job may take is refused: its count
+    stops at the first filled row past them (250 rows a page)."""
+    data = hostile_office.xlsx_rows_without_references(2_000)  # 8 pages in its first sheet
+
+    with pytest.raises(DocumentTooLarge, match="past row 1,000"):
+        inspect_document(data, max_pages=4)
+
+    assert reading["rows"] == 1_001
+    assert inspect_document(data, max_pages=20).page_count == units_total(data)
+
+
+def units_total(data: bytes) -> int:
+    return sum(units.unit_plan(data, formats.XLSX))
+
+
 def test_a_sheet_whose_extent_passes_the_limit_is_parsed_only_up_to_the_row_that_passes_it(
     reading,
 ):

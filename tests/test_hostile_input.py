@@ -18,7 +18,7 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
-from tests import documents, hostile, hostile_servers, office
+from tests import documents, hostile, hostile_office, hostile_servers, office
 from tests.conftest import wait_for_job
 from webapp.core.fetch import FetchError, fetch_document
 from webapp.jobs.models import Document, Job, Page
@@ -101,6 +101,21 @@ def test_a_hostile_document_is_refused_with_a_clear_4xx_and_nothing_is_left(
     assert decoded == []  # no pixel decoded, no page drawn
     assert not Job.objects.exists() and not Document.objects.exists()
     assert_healthy(api)
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_a_workbook_past_the_pages_a_job_may_take_is_a_413_naming_them(api, endpoint):
+    """The count of a sheet stops where it passes FOLIO_MAX_PAGES (here 4, so 1,000 rows):
+    a sheet of any length costs the web process that many rows."""
+    data = hostile_office.xlsx_rows_without_references(2_000)
+
+    with override_settings(FOLIO_MAX_PAGES=4):
+        response = ENDPOINTS[endpoint](api, data, "long.xlsx")
+
+    assert response.status_code == 413, response.content
+    assert response.json()["status"] == 41302
+    assert "past row 1,000" in response.json()["message"]
+    assert not Job.objects.exists() and not Document.objects.exists()
 
 
 def test_a_ten_thousand_page_pdf_is_taken_when_pages_selects_a_few(api):

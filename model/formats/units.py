@@ -47,14 +47,20 @@ _MATH_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 
 
 def unit_plan(
-    data: bytes, fmt: types.Format, *, max_cells: int = guards.MAX_SHEET_CELLS
+    data: bytes,
+    fmt: types.Format,
+    *,
+    max_cells: int = guards.MAX_SHEET_CELLS,
+    max_pages: int | None = None,
 ) -> list[int]:
     """Pages per section, in order: one entry per slide or sheet, or one for the whole text.
-    A sheet is read only as far as ``max_cells`` allows (``filled_extent``)."""
+    A workbook's sheets are read only as far as ``max_cells`` allows, and, given
+    ``max_pages`` (the pages a job may take), only until their rows pass that many pages
+    (``filled_extent``): the rest would be refused, and is never read."""
     if fmt in (types.PPTX, types.PPTM):
         return [1] * max(1, _pptx_slides(data, fmt))
     if fmt in (types.XLSX, types.XLSM):
-        return [_row_parts(rows) for rows in _sheet_rows(data, fmt, max_cells)] or [1]
+        return [_row_parts(rows) for rows in _sheet_rows(data, fmt, max_cells, max_pages)] or [1]
     if fmt is types.CSV:
         return [_row_parts(len(normalized_text(data).splitlines()))]
     if fmt is types.PPT:
@@ -121,13 +127,14 @@ def _row_parts(rows: int) -> int:
     return max(1, math.ceil(rows / SHEET_ROWS_PER_PART))
 
 
-def _sheet_rows(data: bytes, fmt: types.Format, max_cells: int) -> list[int]:
-    """Filled rows of each sheet (chart sheets: 0), in the workbook's order."""
+def _sheet_rows(data: bytes, fmt: types.Format, max_cells: int, max_pages: int | None) -> list[int]:
+    """Filled rows of each sheet (chart sheets: 0), in the workbook's order; each sheet read
+    only as far as the pages the sheets before it leave of ``max_pages``."""
     with guards.open_archive(data, fmt) as archive:
         workbook = SafeET.fromstring(archive.read("xl/workbook.xml"))
         rels = SafeET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
         targets = {rel.get("Id"): rel.get("Target", "") for rel in rels}
-        rows = []
+        rows: list[int] = []
         for sheet in workbook.iter(f"{{{_MAIN_NS}}}sheet"):
             target = targets.get(sheet.get(f"{{{_REL_NS}}}id"), "")
             name = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
@@ -137,7 +144,14 @@ def _sheet_rows(data: bytes, fmt: types.Format, max_cells: int) -> list[int]:
                 rows.append(0)
                 continue
             label = name.rsplit("/", 1)[-1].removesuffix(".xml")
-            rows.append(filled_extent(archive, info, fmt, sheet=label, max_cells=max_cells)[0])
+            room = None
+            if max_pages is not None:
+                pages_before = sum(_row_parts(earlier) for earlier in rows)
+                room = max(0, max_pages - pages_before) * SHEET_ROWS_PER_PART
+            extent = filled_extent(
+                archive, info, fmt, sheet=label, max_cells=max_cells, max_rows=room
+            )
+            rows.append(extent[0])
     return rows
 
 
@@ -148,6 +162,7 @@ def filled_extent(
     *,
     sheet: str,
     max_cells: int = guards.MAX_SHEET_CELLS,
+    max_rows: int | None = None,
 ) -> tuple[int, int]:
     """(last row, last column) holding a value in a worksheet part, as openpyxl places its
     cells: by their ``r``, or after the row (the cell) before where they have none.
@@ -156,7 +171,9 @@ def filled_extent(
     scan first (``sheet_bound``), stopping where the sheet passes a limit, then a parse of
     at most ``ELEMENTS_PER_CELL * max_cells`` elements that stops at the row where the extent
     passes the limit (``guards.check_sheet_extent``) and lets go of every element it has
-    passed (``guards.iter_rows``)."""
+    passed (``guards.iter_rows``). Given ``max_rows`` (what the job's page limit leaves for
+    this sheet), it stops at the first filled row past it, so that a sheet of more pages
+    than a job may take costs the parse of those pages only."""
     sheet_bound(archive, info, sheet=sheet, max_cells=max_cells)
     last_row = rows = columns = 0
     rows_of = guards.iter_rows(
@@ -171,6 +188,14 @@ def filled_extent(
             if len(cell):  # a value, a formula or inline text
                 rows, columns = last_row, max(columns, column)
         guards.check_sheet_extent(sheet, rows, columns, max_cells=max_cells)
+        if max_rows is not None and rows > max_rows:
+            raise guards.ContainerRefused(
+                f"sheet {sheet} has a filled row past row {max_rows:,}, more than the pages "
+                f"of {SHEET_ROWS_PER_PART} rows a job may take; this server takes at most "
+                f"{max_rows // SHEET_ROWS_PER_PART:,} more pages of this workbook (split it, "
+                "or save the rows you need as a workbook of their own)",
+                code="too_large",
+            )
     return rows, columns
 
 
