@@ -1,12 +1,13 @@
 """What the quality signals cost a page, this tree against a baseline commit, in one run.
 
     python bench/signal_costs.py --recording DIR [--baseline REF] [--rounds 3] [--repeat 5] \
-        [--suite real --suite real-scans] [--json FILE]
+        [--suite real --suite real-scans] [--after REF] [--json FILE]
 
 Method. ``DIR`` is a recording made by ``bench/review.py --record DIR`` (each page's
 reading kept, with the scans it read): no page is read again here. The baseline's ``model/``
 package is exported from git (``git archive REF model``) into a temporary folder under
-``build/``. Then, for each round, one worker process per tree (baseline and this tree, the
+``build/`` (and ``--after``'s too, to time one change alone: its commit against its
+parent). Then, for each round, one worker process per tree (baseline and this tree, the
 order alternating from round to round) replays every page of the suites through that tree's
 own pipeline, and times its quality report (``model.pipeline.quality_report``: the page's
 facts, the parse and every signal) ``--repeat`` times a page, keeping the median. Each worker
@@ -178,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recording", type=Path, required=True)
     parser.add_argument("--baseline", default="main")
+    parser.add_argument(
+        "--after", help="a commit to measure against the baseline instead of this tree"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--suite", action="append", choices=SUITES)
@@ -193,7 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     # shared corpus beside the repository finds it.
     (REPO / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=REPO / "build", prefix="signal-costs-") as tmp:
-        trees = {"before": _export(args.baseline, Path(tmp)), "after": REPO}
+        trees = {"before": Path(tmp) / "before", "after": REPO}
+        trees["before"].mkdir()
+        _export(args.baseline, trees["before"])
+        if args.after:
+            trees["after"] = Path(tmp) / "after"
+            trees["after"].mkdir()
+            _export(args.after, trees["after"])
         for round_number in range(args.rounds):
             order = ("before", "after") if round_number % 2 == 0 else ("after", "before")
             for side in order:
@@ -202,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         after["signals_ms_per_page"] / before["signals_ms_per_page"]
         for before, after in zip(results["before"], results["after"], strict=True)
     ]
-    print(f"baseline {args.baseline}; {results['after'][0]['pages']} pages a round\n")
+    print(
+        f"baseline {args.baseline}, against {args.after or 'this tree'}; "
+        f"{results['after'][0]['pages']} pages a round\n"
+    )
     print(
         "| round | before: report ms | before: signals ms | after: report ms "
         "| after: signals ms | signals after/before |"

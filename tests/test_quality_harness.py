@@ -125,6 +125,19 @@ def test_a_clean_page_needs_no_review():
     assert not {"formula_text", "mirrored", "line_confidence", "coverage"} & set(judged)
 
 
+def test_each_named_signal_is_the_signal_it_names():
+    """bench/signal_each.py times the signals by these names: a name must be its signal's."""
+    from model.quality.parsed import parse_page
+
+    pdf = PageInput(_pdf(CLEAN_TEXT), "application/pdf", 1)
+    report = signals.EngineReport(ocr_confidence=0.6, agreement={"agreement": 0.5, "lines": 4})
+    named = signals.named_signals(parse_page(CLEAN), signals.page_facts(pdf), report)
+    judged = {name: judge() for name, judge in named}
+    assert len(judged) == len(named)
+    assert all(s is None or s.name == name for name, s in judged.items())
+    assert not judged["ocr_confidence"].ok and not judged["agreement"].ok
+
+
 @pytest.mark.parametrize(
     ("signal", "markdown"),
     [
