@@ -51,7 +51,10 @@ from model.quality.review import DEFAULT_THRESHOLD  # noqa: E402
 from model.quality.review_choice import (  # noqa: E402
     FlagChoice,
     choose,
+    choose_score_threshold,
     judged_by,
+    score_confusion,
+    score_threshold_held_out,
 )
 from model.quality.review_choice import (  # noqa: E402
     leave_one_document_out as choice_held_out,
@@ -224,25 +227,32 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
     chosen_on = [v for v in verdicts if suite_of[id(v)] not in HELD_SUITES]
     found: dict[str, Any] = {}
     overall = choose(chosen_on) if chosen_on else FlagChoice()
+    score_at = choose_score_threshold(chosen_on) if chosen_on else DEFAULT_THRESHOLD
     print(f"\n### held out\n\nchosen on every page but the held-aside part: {overall.describe()}")
+    print(f"score threshold chosen on every page but the held-aside part: {score_at}")
     for group in dict.fromkeys(group_of[id(v)] for v in verdicts):
         in_group = [v for v in verdicts if group_of[id(v)] == group]
         code, _ = judged_by(in_group, FlagChoice())
         if group == GROUPS["new-held"]:
             flag, alone = judged_by(in_group, overall)
+            by_score = score_confusion(in_group, score_at)
             how = "judged by the choice made on the other parts"
             per_document: dict[str, str] = {}
+            score_choices = [score_at]
         else:
 
             def in_this(verdict: PageVerdict, group: str = group) -> bool:
                 return group_of[id(verdict)] == group
 
             flag, alone, chosen = choice_held_out(chosen_on, judged=in_this)
+            by_score, thresholds = score_threshold_held_out(chosen_on, judged=in_this)
+            score_choices = sorted(set(thresholds.values()))
             how = "each document judged by the choice made on all the others"
             per_document = {doc: c.describe() for doc, c in chosen.items()}
         print(f"\n#### {group}: {how}\n\n| | recall | false flags |\n|---|---|---|")
         print(_line("code's settings", code))
-        print(_line("**held out**", flag))
+        print(_line("**held out**: thresholds and signals", flag))
+        print(_line(f"held out: score threshold (chosen {score_choices})", by_score))
         for name, c in sorted(alone.items()):
             print(_line(f"{name} alone", c))
         print(f"\nmissed: {', '.join(flag.missed_pages) or 'none'}")
@@ -252,10 +262,13 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
         found[group] = {
             "code": code.as_dict(),
             "held_out": flag.as_dict(),
+            "score_threshold_held_out": by_score.as_dict(),
+            "score_thresholds_chosen": score_choices,
             "alone": {n: c.as_dict() for n, c in sorted(alone.items())},
             "choices": per_document,
         }
     found["chosen_on_all"] = overall.describe()
+    found["score_threshold_chosen_on_all"] = score_at
     return found
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from model.quality import content_signals, form_signals, independent_signals, plausibility
+from model.quality.review import needs_review
 from model.quality.review_eval import Confusion, PageVerdict
 
 
@@ -168,6 +169,46 @@ def judged_by(
     alone: dict[str, Confusion] = {}
     _judge(pages, choice, pooled, alone)
     return pooled, alone
+
+
+# --- the review score's threshold -------------------------------------------------------------
+
+# The score thresholds tried (``FOLIO_REVIEW_THRESHOLD``, ``FOLIO_AUTO_THRESHOLD``): 0.5 flags a
+# page on any one failing signal; above it, only the more severe ones or several together.
+SCORE_THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 0.9, 1.0)
+
+
+def score_confusion(pages: list[PageVerdict], threshold: float) -> Confusion:
+    found = Confusion()
+    for page in pages:
+        found.add(page.should_flag, needs_review(page.score, threshold), page.page)
+    return found
+
+
+def choose_score_threshold(pages: list[PageVerdict]) -> float:
+    """The score threshold that does best on ``pages`` (Youden's J, then fewer false flags,
+    then the lowest: the one that sends more pages to a person or a VLM)."""
+    return max(
+        SCORE_THRESHOLDS,
+        key=lambda t: (*_merit(score_confusion(pages, t)), -t),
+    )
+
+
+def score_threshold_held_out(
+    pages: list[PageVerdict], judged: Callable[[PageVerdict], bool] | None = None
+) -> tuple[Confusion, dict[str, float]]:
+    """Each document judged at the score threshold chosen on every other document."""
+    pooled = Confusion()
+    chosen: dict[str, float] = {}
+    for document in sorted({p.document for p in pages}):
+        held = [p for p in pages if p.document == document and (judged is None or judged(p))]
+        if not held:
+            continue
+        threshold = choose_score_threshold([p for p in pages if p.document != document])
+        chosen[document] = threshold
+        for page in held:
+            pooled.add(page.should_flag, needs_review(page.score, threshold), page.page)
+    return pooled, chosen
 
 
 def _judge(
