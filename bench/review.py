@@ -203,6 +203,9 @@ def print_tuning(pages: list[PageVerdict]) -> dict[str, dict]:
     return found
 
 
+# The signals that ask the same question of every kind of page (model.quality.independent_signals),
+# left out to see the flag as it was before them.
+KIND_INDEPENDENT = frozenset({"agreement", "ink", "steps", "math_prose", "invisible_text"})
 # How the suites are reported apart: the team's own pages (which the rules were written
 # against), the new pages' development part, the held-aside part (never chosen on).
 GROUPS = {
@@ -233,6 +236,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
     for group in dict.fromkeys(group_of[id(v)] for v in verdicts):
         in_group = [v for v in verdicts if group_of[id(v)] == group]
         code, _ = judged_by(in_group, FlagChoice())
+        before, _ = judged_by(in_group, FlagChoice(off=KIND_INDEPENDENT))
         if group == GROUPS["new-held"]:
             flag, alone = judged_by(in_group, overall)
             by_score = score_confusion(in_group, score_at)
@@ -250,6 +254,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
             how = "each document judged by the choice made on all the others"
             per_document = {doc: c.describe() for doc, c in chosen.items()}
         print(f"\n#### {group}: {how}\n\n| | recall | false flags |\n|---|---|---|")
+        print(_line("code's settings, without the kind-independent signals", before))
         print(_line("code's settings", code))
         print(_line("**held out**: thresholds and signals", flag))
         print(_line(f"held out: score threshold (chosen {score_choices})", by_score))
@@ -261,6 +266,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
             print(f"choices made without a document: {' | '.join(choices)}")
         found[group] = {
             "code": code.as_dict(),
+            "code_without_kind_independent": before.as_dict(),
             "held_out": flag.as_dict(),
             "score_threshold_held_out": by_score.as_dict(),
             "score_thresholds_chosen": score_choices,
