@@ -26,7 +26,7 @@ VLM_PREFERENCE = ("jina-ocr-v1", "transformers", "openai")
 # out (``bench/review.py --held-out``, ``model.quality.review_choice``): on the real pages, their
 # scans and the new pages' development part, every document's choice, made on all the others,
 # was 0.5 (any one failing signal), and the held-aside part, judged at it, was never chosen on.
-# Above it fewer failing pages go (docs/QUALITY.md, "auto on the shared corpus").
+# Above it fewer failing pages go (docs/QUALITY.md, "`auto` on the shared corpus").
 DEFAULT_THRESHOLD = review.DEFAULT_THRESHOLD
 # A reading with fewer letters and digits than this says nothing (as the ``empty`` signal).
 EMPTY_READING = 10
