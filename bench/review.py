@@ -230,8 +230,10 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
     chosen_on = [v for v in verdicts if suite_of[id(v)] not in HELD_SUITES]
     found: dict[str, Any] = {}
     overall = choose(chosen_on) if chosen_on else FlagChoice()
+    thresholds_only = choose(chosen_on, leave_out=False) if chosen_on else FlagChoice()
     score_at = choose_score_threshold(chosen_on) if chosen_on else DEFAULT_THRESHOLD
     print(f"\n### held out\n\nchosen on every page but the held-aside part: {overall.describe()}")
+    print(f"thresholds only, chosen on the same: {thresholds_only.describe()}")
     print(f"score threshold chosen on every page but the held-aside part: {score_at}")
     for group in dict.fromkeys(group_of[id(v)] for v in verdicts):
         in_group = [v for v in verdicts if group_of[id(v)] == group]
@@ -239,6 +241,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
         before, _ = judged_by(in_group, FlagChoice(off=KIND_INDEPENDENT))
         if group == GROUPS["new-held"]:
             flag, alone = judged_by(in_group, overall)
+            only, _ = judged_by(in_group, thresholds_only)
             by_score = score_confusion(in_group, score_at)
             how = "judged by the choice made on the other parts"
             per_document: dict[str, str] = {}
@@ -249,6 +252,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
                 return group_of[id(verdict)] == group
 
             flag, alone, chosen = choice_held_out(chosen_on, judged=in_this)
+            only, _, _ = choice_held_out(chosen_on, judged=in_this, leave_out=False)
             by_score, thresholds = score_threshold_held_out(chosen_on, judged=in_this)
             score_choices = sorted(set(thresholds.values()))
             how = "each document judged by the choice made on all the others"
@@ -257,6 +261,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
         print(_line("code's settings, without the kind-independent signals", before))
         print(_line("code's settings", code))
         print(_line("**held out**: thresholds and signals", flag))
+        print(_line("held out: thresholds only (every signal counts)", only))
         print(_line(f"held out: score threshold (chosen {score_choices})", by_score))
         for name, c in sorted(alone.items()):
             print(_line(f"{name} alone", c))
@@ -269,11 +274,13 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
             "code_without_kind_independent": before.as_dict(),
             "held_out": flag.as_dict(),
             "score_threshold_held_out": by_score.as_dict(),
+            "thresholds_only_held_out": only.as_dict(),
             "score_thresholds_chosen": score_choices,
             "alone": {n: c.as_dict() for n, c in sorted(alone.items())},
             "choices": per_document,
         }
     found["chosen_on_all"] = overall.describe()
+    found["thresholds_only_chosen_on_all"] = thresholds_only.describe()
     found["score_threshold_chosen_on_all"] = score_at
     return found
 

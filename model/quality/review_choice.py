@@ -120,8 +120,9 @@ def _merit(c: Confusion) -> tuple[float, int]:
     return ((c.recall or 0.0) - (c.false_flag_rate or 0.0), -c.false_flags)
 
 
-def choose(pages: list[PageVerdict], rounds: int = 2) -> FlagChoice:
-    """The choice that does best on ``pages`` (see the module's docstring)."""
+def choose(pages: list[PageVerdict], rounds: int = 2, *, leave_out: bool = True) -> FlagChoice:
+    """The choice that does best on ``pages`` (see the module's docstring); with ``leave_out``
+    false, thresholds only (every signal counts)."""
     choice = FlagChoice()
     signals = sorted({name for page in pages for name in page.signals})
     for _ in range(rounds):
@@ -133,7 +134,7 @@ def choose(pages: list[PageVerdict], rounds: int = 2) -> FlagChoice:
                 if merit > best_merit:
                     best, best_merit = trial, merit
             choice = best
-        for name in signals:
+        for name in signals if leave_out else ():
             toggled = choice.off ^ {name}
             trial = FlagChoice(choice.thresholds, frozenset(toggled))
             if _merit(confusion(pages, trial)) > _merit(confusion(pages, choice)):
@@ -142,7 +143,10 @@ def choose(pages: list[PageVerdict], rounds: int = 2) -> FlagChoice:
 
 
 def leave_one_document_out(
-    pages: list[PageVerdict], judged: Callable[[PageVerdict], bool] | None = None
+    pages: list[PageVerdict],
+    judged: Callable[[PageVerdict], bool] | None = None,
+    *,
+    leave_out: bool = True,
 ) -> tuple[Confusion, dict[str, Confusion], dict[str, FlagChoice]]:
     """Each document judged by the choice made on every other document. ``judged`` picks the
     pages whose verdicts are reported (all by default); every page helps choose for the
@@ -155,7 +159,7 @@ def leave_one_document_out(
         held = [p for p in pages if p.document == document and (judged is None or judged(p))]
         if not held:
             continue
-        choice = choose([p for p in pages if p.document != document])
+        choice = choose([p for p in pages if p.document != document], leave_out=leave_out)
         chosen[document] = choice
         _judge(held, choice, pooled, alone)
     return pooled, alone, chosen
