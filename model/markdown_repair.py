@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from model.steps import page_step
+from model.word_spacing import respace_words
 
 # --- debris ------------------------------------------------------------------------------------
 
@@ -345,7 +346,14 @@ _SLASH_FRACTION = re.compile(r"(?<=\d)\s*⁄\s*(?=\d)")
 
 
 def plain_fractions(markdown: str) -> str:
-    text = _SUP_FRACTION.sub(r"\1/\2", markdown)
+    def fraction(match: re.Match[str]) -> str:
+        # pymupdf4llm strips the space before a superscript ("up to<sup>1</sup> ⁄4 inch"):
+        # right for a footnote mark, wrong for a fraction's numerator after a word.
+        start = match.start()
+        space = " " if start and markdown[start - 1].isalpha() else ""
+        return f"{space}{match.group(1)}/{match.group(2)}"
+
+    text = _SUP_FRACTION.sub(fraction, markdown)
     return _SLASH_FRACTION.sub("/", text)
 
 
@@ -366,6 +374,7 @@ def repair_text_layer(
     text = strip_debris(markdown, repairs)
     if page_lines:
         text = respace_code(text, page_lines)
+        text = respace_words(text, page_lines)
         garbled = garbled_lines(page_lines)
         if garbled:
             repairs.notes.append(f"{garbled} lines in a font without a usable Unicode map")
