@@ -15,7 +15,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from model.steps import page_step
-from model.word_spacing import respace_words
 
 # --- debris ------------------------------------------------------------------------------------
 
@@ -374,7 +373,6 @@ def repair_text_layer(
     text = strip_debris(markdown, repairs)
     if page_lines:
         text = respace_code(text, page_lines)
-        text = respace_words(text, page_lines)
         garbled = garbled_lines(page_lines)
         if garbled:
             repairs.notes.append(f"{garbled} lines in a font without a usable Unicode map")

@@ -14,7 +14,7 @@ glyphs, spaces them where the page shows a gap; it is the reference here:
   shoulder") gets the space back.
 
 Only words are compared, so markup (emphasis, ``<sup>``, links, table pipes) stays where it
-is. Pure string functions; code blocks are respaced elsewhere (``respace_code``)."""
+is; so do code, formulas and lines with LaTeX in them. Pure string functions."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ _MARKUP = re.compile(r"\*\*|__|\*|_|<[^>]+>")
 _TOKEN = re.compile(r"\S+")
 # Punctuation around a word that print sets against it ("Scheitelwinkel." is "Scheitelwinkel").
 _EDGE = "\"'“”‘’()[]{}.,;:!?|`"
+# Signs set against the letters that name a figure: an angle, a triangle.
+_FIGURE_SIGNS = ("∠", "△", "∡", "∢")
+# Characters of markup at a token's edge.
+_MARKS = "*_>"
 # At most this many pieces are joined into one word.
 _MAX_PIECES = 6
 # A joined or split word is at least this long: short ones are too easily a coincidence.
@@ -58,7 +62,9 @@ def respace_words(markdown: str, page_lines: list[str]) -> str:
     for line in markdown.split("\n"):
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
-        if fenced or line.lstrip().startswith(("```", "~~~")) or "`" in line:
+        # Code is respaced elsewhere (``respace_code``); a line with a formula is left as
+        # the rebuild wrote it.
+        if fenced or line.lstrip().startswith(("```", "~~~")) or "`" in line or "$" in line:
             out.append(line)
             continue
         out.append(_split_run_together(_join_split_words(line, words), words, pairs))
@@ -77,7 +83,7 @@ def _join_split_words(line: str, words: set[str]) -> str:
             if (
                 len(joined) >= _MIN_WORD
                 and joined in words
-                and all(pieces)
+                and _wordlike(pieces)
                 and any(piece not in words for piece in pieces)
                 and _clean_inside(tokens[i : last + 1])
             ):
@@ -94,16 +100,40 @@ def _join_split_words(line: str, words: set[str]) -> str:
     return text
 
 
+def _wordlike(pieces: list[str]) -> bool:
+    """Pieces of a word: letters and digits (a hyphen or apostrophe inside), the first one
+    perhaps a geometric sign that names a figure by its letters ("∠" of "∠PQR"). Mathematics
+    is left alone: MuPDF's spacing of a formula ("r ∈R+") is no better than pymupdf4llm's,
+    and the formula rebuild reads the Markdown's."""
+    first, *rest = pieces
+    if not all(pieces):
+        return False
+    return (first in _FIGURE_SIGNS or _letters(first)) and all(_letters(p) for p in rest)
+
+
+def _letters(piece: str) -> bool:
+    return all(ch.isalnum() or ch in "-'’" for ch in piece) and any(ch.isalpha() for ch in piece)
+
+
 def _clean_inside(tokens: list[re.Match[str]]) -> bool:
     """No punctuation where the pieces meet: a comma or bracket there ("a, b") is a real
-    separation."""
+    separation; nor markup against a letter, which joined would no longer be markup
+    ("_x_ zum" as "_x_zum" is not emphasis any more)."""
     bare = [_bare(token.group(0)) for token in tokens]
     inner = bare[1:-1]
-    return (
+    if not (
         bare[0].rstrip(_EDGE) == bare[0]
         and bare[-1].lstrip(_EDGE) == bare[-1]
         and all(piece.strip(_EDGE) == piece for piece in inner)
-    )
+    ):
+        return False
+    raw = [token.group(0) for token in tokens]
+    for left, right in zip(raw, raw[1:], strict=False):
+        if (left[-1] in _MARKS and right[0].isalnum()) or (
+            right[0] in _MARKS and left[-1].isalnum()
+        ):
+            return False
+    return True
 
 
 def _bare(token: str) -> str:
@@ -116,7 +146,7 @@ def _split_run_together(line: str, words: set[str], pairs: set[tuple[str, str]])
         if _bare(token) != token or token in words:
             return token  # markup inside, or already a word of the page
         core = token.strip(_EDGE)
-        if core in words or len(core) < 2 * _MIN_WORD:
+        if core in words or len(core) < 2 * _MIN_WORD or not core.isalpha():
             return token
         offset = token.index(core) if core else 0
         for cut in range(_MIN_WORD, len(core) - _MIN_WORD + 1):

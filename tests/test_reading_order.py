@@ -111,3 +111,18 @@ def test_the_handbook_reads_each_paragraph_under_its_own_heading():
         )
     }
     assert list(at.values()) == sorted(at.values()), at
+
+
+def test_one_column_bands_on_either_side_of_the_page_are_not_columns():
+    # A centred subtitle above a heading set flush left (docling's text_document_01), and a
+    # display formula above a theorem's heading: each band holds one block, read top down.
+    blocks = [
+        ("title", (269, 73, 327, 95)),
+        ("subtitle", (267, 136, 328, 150)),
+        ("heading", (56, 197, 201, 215)),
+        ("paragraph", (56, 224, 539, 291)),
+        ("formula", (248, 617, 400, 664)),
+        ("next heading", (90, 675, 170, 686)),
+        ("its paragraph", (109, 688, 540, 734)),
+    ]
+    assert names(blocks) == [name for name, _ in blocks]

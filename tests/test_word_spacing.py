@@ -46,6 +46,10 @@ def test_what_the_page_spaces_so_stays():
     # a word the page does not have is never made, nor one it has split
     assert respace_words("un known", ["unknown things"]) == "unknown"
     assert respace_words("un known", ["un known things", "unknown"]) == "un known"
+    # mathematics and markup against a letter stay as they are
+    assert respace_words("r ∈ R + and l =0", ["r ∈R+ and l=0"]) == "r ∈ R + and l =0"
+    assert respace_words("_x − y⟩_ zum Raum", ["x −y⟩zum Raum"]) == "_x − y⟩_ zum Raum"
+    assert respace_words("ist $a b$ gleich", ["ist ab gleich"]) == "ist $a b$ gleich"
     # code is written as the page has it
     assert respace_words("```\nRe g ular\n```", ["Regular"]) == "```\nRe g ular\n```"
 

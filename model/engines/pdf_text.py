@@ -31,6 +31,7 @@ from model.rtl import (
     table_column_order,
 )
 from model.table_format import auto_tables, html_tables
+from model.word_spacing import respace_words
 
 # A page with fewer letters and digits than this in its text layer is read as a scan
 # (a stamped page number or "Scanned by ..." on top of a page image is not a text layer).
@@ -108,6 +109,8 @@ def text_layer_markdown(
     stacked, stack_notes = stacked_formulas(doc[0], rawdict)
     formulas = stacked + page_formulas(page_dict, skip=[f.box for f in stacked if f.box])
     repaired, formula_notes = place_formulas(repaired, formulas)
+    # After the formulas: they are found by the Markdown's spacing, and their lines kept.
+    repaired = respace_words(repaired, page_lines)
     formula_notes = stack_notes + formula_notes
     if any(has_arabic(line) for line in page_lines):
         repaired = apply_run_order(repaired, run_order_fixes(page_dict))

@@ -8,11 +8,11 @@ read as:
 
 - columns, left to right, where a vertical strip of whitespace runs down through all of them
   (each column read the same way in its turn);
-- otherwise bands, top to bottom, cut at the horizontal strips of whitespace; consecutive
-  bands are read together as long as a vertical gutter still runs through all of them, so
-  that two columns whose paragraphs happen to end at the same height are not read across,
-  and a block that spans the gutter (a title, a full-width figure or note) closes the
-  columns above it and opens those below;
+- otherwise bands, top to bottom, cut at the horizontal strips of whitespace; a band that
+  holds columns is read together with the bands after it as long as a vertical gutter still
+  runs through all of them, so that two columns whose paragraphs happen to end at the same
+  height are not read across, and a block that spans the gutter (a title, a full-width
+  figure or note) closes the columns above it and opens those below;
 - a band that cannot be cut keeps the order it came in (overlapping boxes: the layout
   model's order is all there is).
 """
@@ -44,13 +44,18 @@ def _order(items: list[T], box: Callable[[T], Box]) -> list[T]:
     bands = _split(items, box, axis=1)
     if len(bands) == 1:
         return items
-    groups: list[list[T]] = [bands[0]]
-    for band in bands[1:]:
-        joined = groups[-1] + band
-        if len(_split(joined, box, axis=0)) > 1:
-            groups[-1] = joined
-        else:
-            groups.append(band)
+    # Columns begin at a band that has columns of its own; a band of one column (a column's
+    # last paragraph where the other has ended) goes on with them while the gutter runs
+    # through both. Two one-column bands on either side of the page (a centred subtitle
+    # over a heading set flush left) are not columns.
+    groups: list[list[T]] = []
+    columned = False
+    for band in bands:
+        if groups and columned and len(_split(groups[-1] + band, box, axis=0)) > 1:
+            groups[-1] = groups[-1] + band
+            continue
+        groups.append(band)
+        columned = len(_split(band, box, axis=0)) > 1
     if len(groups) == 1:
         # Every band shares the gutter, so the whole has it too; cannot happen, but never loop.
         return items
