@@ -126,3 +126,18 @@ def test_one_column_bands_on_either_side_of_the_page_are_not_columns():
         ("its paragraph", (109, 688, 540, 734)),
     ]
     assert names(blocks) == [name for name, _ in blocks]
+
+
+@pytest.mark.slow
+def test_a_latex_two_column_page_reads_its_left_column_to_the_end_first():
+    # The right column's first paragraph ends the left column's last sentence ("... primis in
+    # faucibus orci" / "luctus et ultrices posuere cubilia Curae"); the layout model put it
+    # after the left column's first paragraph.
+    path = CORPUS / "pdf-samples/026-latex-multicolumn/multicolumn.pdf"
+    if not path.exists():
+        pytest.skip("the shared test corpus is not checked out next to the repository")
+    result = pipeline.transcribe_page(
+        LocalEngine(), PageInput(path.read_bytes(), "application/pdf", 2), EngineOptions()
+    )
+    text = " ".join(result.markdown.split())
+    assert "in faucibus orci luctus et ultrices posuere cubilia Curae" in text
