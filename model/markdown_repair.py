@@ -345,7 +345,14 @@ _SLASH_FRACTION = re.compile(r"(?<=\d)\s*⁄\s*(?=\d)")
 
 
 def plain_fractions(markdown: str) -> str:
-    text = _SUP_FRACTION.sub(r"\1/\2", markdown)
+    def fraction(match: re.Match[str]) -> str:
+        # pymupdf4llm strips the space before a superscript ("up to<sup>1</sup> ⁄4 inch"):
+        # right for a footnote mark, wrong for a fraction's numerator after a word.
+        start = match.start()
+        space = " " if start and markdown[start - 1].isalpha() else ""
+        return f"{space}{match.group(1)}/{match.group(2)}"
+
+    text = _SUP_FRACTION.sub(fraction, markdown)
     return _SLASH_FRACTION.sub("/", text)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from model.ruled_grid import RuledPage
-from model.scan_lines import MIN_SKEW, Line, TextBox, group_lines, level_box
+from model.scan_lines import MIN_SKEW, Line, TextBox, group_lines, join_drop_caps, level_box
 from model.scan_tables import table_markdown, table_run_end
 from model.steps import page_step
 
@@ -103,6 +103,7 @@ def boxes_to_paragraphs(
         boxes = _without_running_lines(boxes, page_height)
     if not boxes:
         return []
+    boxes = join_drop_caps(boxes)
     typical = statistics.median(b.height for b in boxes)
     out: list[tuple[str, list[TextBox]]] = []
     for column in _columns(boxes, page_width):

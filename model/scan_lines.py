@@ -129,3 +129,48 @@ def level_box(box: TextBox, skew_degrees: float, cx: float, cy: float) -> TextBo
     y = cy - dx * math.sin(a) + dy * math.cos(a)
     half_w, half_h = (box.x1 - box.x0) / 2, box.height / 2
     return TextBox(x - half_w, y - half_h, x + half_w, y + half_h, box.text)
+
+
+# --- drop caps ---------------------------------------------------------------------------------
+
+# A drop cap is a lone letter at least this many times the page's usual line height ...
+_DROP_CAP_HEIGHT = 1.8
+# ... with its paragraph's first line starting within this many line heights to its right,
+# its top within one line height of the letter's top.
+_DROP_CAP_REACH = 3.0
+
+
+def join_drop_caps(boxes: list[TextBox]) -> list[TextBox]:
+    """Boxes with each drop cap joined to the word it begins.
+
+    The detector finds a drop cap as a box of its own, two or three lines tall; grouped by
+    height it lands on the second line of its paragraph ("T" before that line, "HE" left at
+    the first's start). Here the letter goes to the front of the first line beside it, and
+    the lines beside it start where it does, so that they read as one paragraph, not an
+    indented one."""
+    if len(boxes) < 3:
+        return boxes
+    typical = statistics.median(b.height for b in boxes)
+    out = list(boxes)
+    for cap in boxes:
+        letter = cap.text.strip()
+        if len(letter) != 1 or not letter.isalpha() or cap.height < _DROP_CAP_HEIGHT * typical:
+            continue
+        beside = [
+            b
+            for b in out
+            if b is not cap
+            and b.height < cap.height / _DROP_CAP_HEIGHT
+            and cap.x1 - BOX_PADDING * cap.height <= b.x0 <= cap.x1 + _DROP_CAP_REACH * typical
+            and cap.y0 <= b.cy <= cap.y1
+        ]
+        if not beside:
+            continue
+        first = min(beside, key=lambda b: b.y0)
+        if first.y0 - cap.y0 > typical:
+            continue
+        out.remove(cap)
+        for box in beside:
+            text = letter + box.text.lstrip() if box is first else box.text
+            out[out.index(box)] = TextBox(cap.x0, box.y0, box.x1, box.y1, text)
+    return out

@@ -11,6 +11,7 @@ import re
 from html.parser import HTMLParser
 
 from model.steps import page_step, unchanged
+from model.table_rows import join_continuation_rows
 
 _TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL | re.IGNORECASE)
 
@@ -60,7 +61,9 @@ class _Grid(HTMLParser):
 @page_step("table format", fallback=unchanged)
 def html_tables(markdown: str) -> str:
     """The ``html`` format: HTML tables, stacked rows split."""
-    return _TABLE.sub(lambda m: split_stacked_rows(str(m.group(0))), markdown)
+    return _TABLE.sub(
+        lambda m: split_stacked_rows(join_continuation_rows(str(m.group(0)))), markdown
+    )
 
 
 def pipe_table(table_html: str) -> str | None:
@@ -129,7 +132,7 @@ def auto_tables(markdown: str) -> str:
     rows split first)."""
 
     def simplify(match: re.Match[str]) -> str:
-        html = split_stacked_rows(str(match.group(0)))
+        html = split_stacked_rows(join_continuation_rows(str(match.group(0))))
         table = pipe_table(html)
         return html if table is None else table
 

@@ -165,7 +165,7 @@ def test_code_lines_take_the_page_s_word_gaps():
 
 def test_typeset_fractions_are_plain():
     text, _ = repair_text_layer("from No. 6 up to<sup>1</sup> ⁄4 inch, 3⁄8", drop_running=False)
-    assert text == "from No. 6 up to1/4 inch, 3/8"
+    assert text == "from No. 6 up to 1/4 inch, 3/8"
 
 
 # --- right to left, and the auto table format ----------------------------------------------------

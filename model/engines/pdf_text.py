@@ -10,10 +10,12 @@ from typing import Any
 import pymupdf
 from PIL import Image
 
+from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
 from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout
+from model.layout.reading_order import reorder_chunk
 from model.layout.text_layer import text_layer_layout
 from model.markdown_hygiene import readable_markdown
 from model.markdown_repair import repair_text_layer
@@ -29,6 +31,7 @@ from model.rtl import (
     table_column_order,
 )
 from model.table_format import auto_tables, html_tables
+from model.word_spacing import respace_words
 
 # A page with fewer letters and digits than this in its text layer is read as a scan
 # (a stamped page number or "Scanned by ..." on top of a page image is not a text layer).
@@ -100,11 +103,14 @@ def text_layer_markdown(
     repaired, repairs = repair_text_layer(
         markdown, drop_running=options.headers == "drop", page_lines=page_lines
     )
+    repaired = join_drop_caps(repaired, page_dict)
     # Fractions with a rule and radicals need the glyphs one by one and the page's drawings.
     rawdict = doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS)
     stacked, stack_notes = stacked_formulas(doc[0], rawdict)
     formulas = stacked + page_formulas(page_dict, skip=[f.box for f in stacked if f.box])
     repaired, formula_notes = place_formulas(repaired, formulas)
+    # After the formulas: they are found by the Markdown's spacing, and their lines kept.
+    repaired = respace_words(repaired, page_lines)
     formula_notes = stack_notes + formula_notes
     if any(has_arabic(line) for line in page_lines):
         repaired = apply_run_order(repaired, run_order_fixes(page_dict))
@@ -146,13 +152,15 @@ def pymupdf4llm_markdown(
         halves = _spread_markdown(doc, kwargs)
         if halves is not None:
             return halves
-    chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+    # The layout model reads some two-column pages by rows; its boxes are put in reading
+    # order (``model.layout.reading_order``) before their Markdown is joined.
+    chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
     markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # The layout model calls a page's only line a running head now and then (seen on a
         # one-line page); an empty page is worse than a page number, so keep them after all.
         kwargs.update(header=True, footer=True)
-        chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+        chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
         markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
@@ -197,7 +205,10 @@ def _spread_markdown(
         for x in (0.0, half):
             target = pages.new_page(width=half, height=height)
             target.show_pdf_page(target.rect, doc, 0, clip=pymupdf.Rect(x, 0, x + half, height))
-        chunks = pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
+        chunks = [
+            reorder_chunk(chunk)
+            for chunk in pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
+        ]
     finally:
         pages.close()
     parts = [tidy_markdown(chunk["text"]) for chunk in chunks]

@@ -1,0 +1,118 @@
+"""Blocks of a page in the order a person reads them: column by column, by cuts along the
+whitespace between the blocks (a recursive XY-cut).
+
+pymupdf-layout's reading order goes by rows on some two-column pages: on the aviation
+handbook's page, the right column's top, a heading and its paragraph came between two
+paragraphs of the left column, each paragraph under the wrong heading. Here a set of blocks is
+read as:
+
+- columns, left to right, where a vertical strip of whitespace runs down through all of them
+  (each column read the same way in its turn);
+- otherwise bands, top to bottom, cut at the horizontal strips of whitespace; a band that
+  holds columns is read together with the bands after it as long as a vertical gutter still
+  runs through all of them, so that two columns whose paragraphs happen to end at the same
+  height are not read across, and a block that spans the gutter (a title, a full-width
+  figure or note) closes the columns above it and opens those below;
+- a band that cannot be cut keeps the order it came in (overlapping boxes: the layout
+  model's order is all there is).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Box = tuple[float, float, float, float]
+
+# A gutter narrower than this (in points) is not a gap: the layout model's picture boxes
+# are padded, and the handbook's two figures stand 3 pt apart with their columns 8 pt apart.
+MIN_GUTTER = 2.0
+
+
+def reading_order(items: Sequence[T], box: Callable[[T], Box]) -> list[T]:
+    """``items`` (each with a box x0, y0, x1, y1) in reading order, ties in the given order."""
+    return _order(list(items), box)
+
+
+def _order(items: list[T], box: Callable[[T], Box]) -> list[T]:
+    if len(items) < 2:
+        return items
+    columns = _split(items, box, axis=0)
+    if len(columns) > 1:
+        return [item for column in columns for item in _order(column, box)]
+    bands = _split(items, box, axis=1)
+    if len(bands) == 1:
+        return items
+    # Columns begin at a band that has columns of its own; a band of one column (a column's
+    # last paragraph where the other has ended) goes on with them while the gutter runs
+    # through both. Two one-column bands on either side of the page (a centred subtitle
+    # over a heading set flush left) are not columns.
+    groups: list[list[T]] = []
+    columned = False
+    for band in bands:
+        if groups and columned and len(_split(groups[-1] + band, box, axis=0)) > 1:
+            groups[-1] = groups[-1] + band
+            continue
+        groups.append(band)
+        columned = len(_split(band, box, axis=0)) > 1
+    if len(groups) == 1:
+        # Every band shares the gutter, so the whole has it too; cannot happen, but never loop.
+        return items
+    return [item for group in groups for item in _order(group, box)]
+
+
+def _split(items: list[T], box: Callable[[T], Box], *, axis: int) -> list[list[T]]:
+    """``items`` cut at every gap of at least ``MIN_GUTTER`` along ``axis`` (0: across the
+    page, giving columns; 1: down it, giving bands), each part in the given order."""
+    spans = sorted(
+        ((box(item)[axis], box(item)[axis + 2], index) for index, item in enumerate(items)),
+        key=lambda span: (span[0], span[1]),
+    )
+    parts: list[list[int]] = []
+    reach = float("-inf")
+    for start, end, index in spans:
+        if not parts or start - reach >= MIN_GUTTER:
+            parts.append([index])
+        else:
+            parts[-1].append(index)
+        reach = max(reach, end)
+    return [[items[index] for index in sorted(part)] for part in parts]
+
+
+def reorder_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+    """A pymupdf4llm page chunk with its boxes, and their Markdown, in reading order.
+
+    Each box carries the span of the chunk's text it wrote (``pos``); the text is put back
+    together from those spans in the new order. A chunk whose spans do not tile its text
+    (text outside every box) is returned as it is, since moving its boxes would lose that."""
+    text = chunk.get("text") or ""
+    boxes = chunk.get("page_boxes") or []
+    if len(boxes) < 2 or not _tiles(text, boxes):
+        return chunk
+    ordered = reading_order(boxes, _bbox)
+    if ordered == boxes:
+        return chunk
+    pieces, moved, offset = [], [], 0
+    for box in ordered:
+        start, end = box["pos"]
+        pieces.append(text[start:end])
+        moved.append({**box, "pos": (offset, offset + end - start)})
+        offset += end - start
+    return {**chunk, "text": "".join(pieces), "page_boxes": moved}
+
+
+def _bbox(box: dict[str, Any]) -> Box:
+    x0, y0, x1, y1 = (float(v) for v in box["bbox"])
+    return x0, y0, x1, y1
+
+
+def _tiles(text: str, boxes: list[dict[str, Any]]) -> bool:
+    """Whether the boxes' spans, in their order, cover the text end to end without overlap."""
+    offset = 0
+    for box in boxes:
+        pos = box.get("pos")
+        if not pos or "bbox" not in box or pos[0] != offset or pos[1] < pos[0]:
+            return False
+        offset = pos[1]
+    return offset == len(text)
