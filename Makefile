@@ -15,14 +15,21 @@ $(VENV)/.installed: pyproject.toml folio_client/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e . -e ./folio_client
 	touch $@
 
+# The test tools alone: no PyTorch (the fast tier needs none).
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+# PyTorch and transformers, for the FastMTP and transformers-engine tests (slow tier; they
+# skip, saying so, where the extra is missing).
+$(VENV)/.installed-fastmtp: pyproject.toml $(VENV)/.installed-test
 	$(BIN)/pip install --quiet -e '.[test,fastmtp]'
 	touch $@
 
 run: $(VENV)/.installed
 	$(BIN)/python -m webapp.embedded
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-fastmtp
 	$(BIN)/python -m tests.stack $(PYTEST_ARGS)
 
 # The edit-run loop: every test not marked slow (no worker processes, no browser), one
