@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast lint bench test-vllm wheels wheels-gpu
+.PHONY: run test test-deploy test-fast lint bench test-vllm wheels wheels-gpu
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,18 @@ $(VENV)/.installed-fastmtp: pyproject.toml $(VENV)/.installed-test
 run: $(VENV)/.installed
 	$(BIN)/python -m webapp.embedded
 
+# Every test but the deployment tier's two longest (below).
 test: $(VENV)/.installed-fastmtp
-	$(BIN)/python -m tests.stack $(PYTEST_ARGS)
+	$(BIN)/python -m tests.stack $(addprefix --ignore=,$(DEPLOY_TESTS)) $(PYTEST_ARGS)
+
+# The deployment tier: each image's offline install from its wheelhouse, for every platform
+# (about 1 GB of wheels downloaded on the first run, then kept in FOLIO_WHEELHOUSE_CACHE), and
+# the multi-host test on network namespaces. About 11 minutes on two cores, most of what the
+# deployment tests take, so `make test` leaves them here; .ci/run runs both. The compose,
+# Kubernetes and backup tests stay in `make test` (a minute or two).
+DEPLOY_TESTS := tests/test_deploy_images.py tests/test_deploy_topology.py
+test-deploy: $(VENV)/.installed-test
+	$(BIN)/python -m tests.stack $(DEPLOY_TESTS) $(PYTEST_ARGS)
 
 # The edit-run loop: every test not marked slow (no worker processes, no browser), one
 # pytest-xdist process per CPU, at most eight (tests/parallel_env.py gives each its own Redis

@@ -60,6 +60,19 @@ def classes():
         "1,100,000 rows without r xlsx": lambda: hostile_office.xlsx_rows_without_references(
             1_100_000
         ),
+        "1,000,001 rows without r xlsx (one past the cell limit)": lambda: (
+            hostile_office.xlsx_rows_without_references(1_000_001)
+        ),
+        "999,999 rows without r xlsx (under the cell limit, 4,003 pages)": lambda: (
+            hostile_office.xlsx_rows_without_references(999_999)
+        ),
+        "1,100,000 rows of 4 empty formatted cells xlsx": lambda: (
+            hostile_office.xlsx_with_sheet_data(
+                b'<row r="%d"><c r="A%d" s="1"/><c r="B%d" s="2"/><c r="C%d" s="3"/>'
+                b'<c r="D%d" s="4"/></row>' % ((n,) * 5)
+                for n in range(1, 1_100_001)
+            )
+        ),
         "100,000 nested divs": hostile_office.html_nested,
         "100,000 nested divs and a nav": lambda: hostile_office.html_nested(furniture=True),
         "10,000 slides under q:": hostile_office.pptx_slides_under_another_prefix,
@@ -77,7 +90,7 @@ def classes():
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--held", type=float, default=30.0)
     args = parser.parse_args()
 

@@ -36,6 +36,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -47,6 +48,17 @@ from model.quality.checks import load_tests  # noqa: E402
 from model.quality.harness import Report, evaluate  # noqa: E402
 from model.quality.recorded import RecordingEngine, ReplayEngine  # noqa: E402
 from model.quality.review import DEFAULT_THRESHOLD  # noqa: E402
+from model.quality.review_choice import (  # noqa: E402
+    FlagChoice,
+    choose,
+    choose_score_threshold,
+    judged_by,
+    score_confusion,
+    score_threshold_held_out,
+)
+from model.quality.review_choice import (  # noqa: E402
+    leave_one_document_out as choice_held_out,
+)
 from model.quality.review_eval import (  # noqa: E402
     Confusion,
     PageVerdict,
@@ -191,6 +203,88 @@ def print_tuning(pages: list[PageVerdict]) -> dict[str, dict]:
     return found
 
 
+# The signals that ask the same question of every kind of page (model.quality.independent_signals),
+# left out to see the flag as it was before them.
+KIND_INDEPENDENT = frozenset({"agreement", "ink", "steps", "math_prose", "invisible_text"})
+# How the suites are reported apart: the team's own pages (which the rules were written
+# against), the new pages' development part, the held-aside part (never chosen on).
+GROUPS = {
+    "real": "real pages and scans",
+    "real-scans": "real pages and scans",
+    "worn": "worn scans",
+    "generated": "generated",
+    "new-dev": "new pages, development",
+    "new-dev-scans": "new pages, development",
+    "new-held": "new pages, held aside",
+    "new-held-scans": "new pages, held aside",
+}
+
+
+def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dict[str, Any]:
+    """Every threshold and signal chosen without the document judged
+    (``model.quality.review_choice``); the held-aside part judged by the choice made on all
+    the other pages, since no choice is ever made on it. Per group: the flag with the
+    code's settings (in-sample where the rules were written on the group), the flag held
+    out, and each signal alone held out."""
+    group_of = {key: GROUPS[suite] for key, suite in suite_of.items()}
+    chosen_on = [v for v in verdicts if suite_of[id(v)] not in HELD_SUITES]
+    found: dict[str, Any] = {}
+    overall = choose(chosen_on) if chosen_on else FlagChoice()
+    thresholds_only = choose(chosen_on, leave_out=False) if chosen_on else FlagChoice()
+    score_at = choose_score_threshold(chosen_on) if chosen_on else DEFAULT_THRESHOLD
+    print(f"\n### held out\n\nchosen on every page but the held-aside part: {overall.describe()}")
+    print(f"thresholds only, chosen on the same: {thresholds_only.describe()}")
+    print(f"score threshold chosen on every page but the held-aside part: {score_at}")
+    for group in dict.fromkeys(group_of[id(v)] for v in verdicts):
+        in_group = [v for v in verdicts if group_of[id(v)] == group]
+        code, _ = judged_by(in_group, FlagChoice())
+        before, _ = judged_by(in_group, FlagChoice(off=KIND_INDEPENDENT))
+        if group == GROUPS["new-held"]:
+            flag, alone = judged_by(in_group, overall)
+            only, _ = judged_by(in_group, thresholds_only)
+            by_score = score_confusion(in_group, score_at)
+            how = "judged by the choice made on the other parts"
+            per_document: dict[str, str] = {}
+            score_choices = [score_at]
+        else:
+
+            def in_this(verdict: PageVerdict, group: str = group) -> bool:
+                return group_of[id(verdict)] == group
+
+            flag, alone, chosen = choice_held_out(chosen_on, judged=in_this)
+            only, _, _ = choice_held_out(chosen_on, judged=in_this, leave_out=False)
+            by_score, thresholds = score_threshold_held_out(chosen_on, judged=in_this)
+            score_choices = sorted(set(thresholds.values()))
+            how = "each document judged by the choice made on all the others"
+            per_document = {doc: c.describe() for doc, c in chosen.items()}
+        print(f"\n#### {group}: {how}\n\n| | recall | false flags |\n|---|---|---|")
+        print(_line("code's settings, without the kind-independent signals", before))
+        print(_line("code's settings", code))
+        print(_line("**held out**: thresholds and signals", flag))
+        print(_line("held out: thresholds only (every signal counts)", only))
+        print(_line(f"held out: score threshold (chosen {score_choices})", by_score))
+        for name, c in sorted(alone.items()):
+            print(_line(f"{name} alone", c))
+        print(f"\nmissed: {', '.join(flag.missed_pages) or 'none'}")
+        choices = sorted(set(per_document.values()))
+        if choices:
+            print(f"choices made without a document: {' | '.join(choices)}")
+        found[group] = {
+            "code": code.as_dict(),
+            "code_without_kind_independent": before.as_dict(),
+            "held_out": flag.as_dict(),
+            "score_threshold_held_out": by_score.as_dict(),
+            "thresholds_only_held_out": only.as_dict(),
+            "score_thresholds_chosen": score_choices,
+            "alone": {n: c.as_dict() for n, c in sorted(alone.items())},
+            "choices": per_document,
+        }
+    found["chosen_on_all"] = overall.describe()
+    found["thresholds_only_chosen_on_all"] = thresholds_only.describe()
+    found["score_threshold_chosen_on_all"] = score_at
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", default="local")
@@ -208,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tune", action="store_true", help="choose tunable thresholds, leaving documents out"
     )
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help="choose every threshold and signal leaving each document out; the held-aside "
+        "part judged by the choice made on the rest",
+    )
     kept = parser.add_mutually_exclusive_group()
     kept.add_argument("--record", type=Path, help="keep each page's reading in this folder")
     kept.add_argument("--replay", type=Path, help="judge the readings kept in this folder")
@@ -218,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict] = {}
     all_flags = Confusion()
     verdicts: list[PageVerdict] = []
+    suite_of: dict[int, str] = {}  # id(verdict) -> the suite it came from
     with tempfile.TemporaryDirectory() as tmp:
         work = args.record or args.replay or Path(tmp)
         for suite in args.suite or SUITES:
@@ -226,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                 suite, engine, parse_options(args.option), work, tests, new_root=args.new_root
             )
             review = evaluate_flag(report, args.threshold)
-            verdicts += page_verdicts(report, document_of)
+            suite_verdicts = page_verdicts(report, document_of)
+            suite_of.update({id(v): suite for v in suite_verdicts})
+            verdicts += suite_verdicts
             sweep = {t: evaluate_flag(report, t).flag for t in SWEEP}
             costs = [r.quality.get("seconds", 0.0) for r in report.pages.values()]
             results[suite] = {
@@ -252,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("**flag**", all_flags))
     if args.tune:
         results["tuning"] = print_tuning(verdicts)
+    if args.held_out:
+        results["held_out"] = print_held_out(verdicts, suite_of)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

@@ -1,16 +1,19 @@
 """What the quality signals cost a page, this tree against a baseline commit, in one run.
 
     python bench/signal_costs.py --recording DIR [--baseline REF] [--rounds 3] [--repeat 5] \
-        [--suite real --suite real-scans] [--json FILE]
+        [--suite real --suite real-scans] [--after REF] [--json FILE]
 
 Method. ``DIR`` is a recording made by ``bench/review.py --record DIR`` (each page's
 reading kept, with the scans it read): no page is read again here. The baseline's ``model/``
 package is exported from git (``git archive REF model``) into a temporary folder under
-``build/``. Then, for each round, one worker process per tree (baseline and this tree, the
+``build/`` (and ``--after``'s too, to time one change alone: its commit against its
+parent). Then, for each round, one worker process per tree (baseline and this tree, the
 order alternating from round to round) replays every page of the suites through that tree's
-own pipeline, and times its quality report (``model.pipeline.quality_report``: the page's
-facts, the parse and every signal) ``--repeat`` times a page, keeping the median. Each worker
-also counts, on one more call a page under a profiler, how often the output is parsed (calls
+own pipeline (finding each page's reading by the page's bytes, since trees' engine options
+differ and the recording's keys hold them), and times its quality report
+(``model.pipeline.quality_report``: the page's facts, the parse and every signal)
+``--repeat`` times a page, keeping the median. Each worker also counts, on one more call a
+page under a profiler, how often the output is parsed (calls
 of ``markdown_to_text``, of the table parsers and of ``math_spans``) and how many calls enter
 those parsing modules from another module, and times the page's facts alone (``page_facts``:
 opening the page, the 36 dpi ink rendering, the text layer), which the parse does not change.
@@ -24,6 +27,7 @@ for it, and the median of its repeats leaves that out.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import subprocess
@@ -81,10 +85,15 @@ def worker(tree: Path, recording: Path, suites: list[str], repeat: int) -> dict[
     """One tree's figures (runs in a process of its own, with ``tree`` first on the path)."""
     sys.path.insert(0, str(tree))
     from model import pipeline
-    from model.quality import realpages
+    from model.quality import realpages, recorded
     from model.quality import signals as signals_module
     from model.quality.recorded import ReplayEngine
     from model.quality.run import parse_options
+
+    # The recording's files are named by the page and the recording tree's engine options;
+    # another tree's options may have other fields, so pages are found by their bytes instead.
+    index = json.loads((recording / BYTES_INDEX).read_text())
+    recorded.page_key = lambda page, _options: index[_bytes_key(page)]  # type: ignore[assignment]
 
     assert Path(pipeline.__file__).resolve().is_relative_to(tree.resolve()), pipeline.__file__
     original = pipeline.quality_report
@@ -149,6 +158,35 @@ def summary(figures: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+BYTES_INDEX = "pages-by-bytes.json"
+
+
+def _bytes_key(page: Any) -> str:
+    return hashlib.sha256(page.data).hexdigest() + f":{page.page_number}"
+
+
+def write_bytes_index(recording: Path, suites: list[str]) -> None:
+    """Each recorded page's file name by the page's bytes and number (this tree's keys), for
+    the trees whose engine options differ from this one's."""
+    from model.engines.base import PageInput
+    from model.quality import realpages
+    from model.quality.recorded import page_key
+    from model.quality.run import parse_options
+
+    options = parse_options([])
+    index = {}
+    pages = sorted({(t.pdf, t.page) for t in realpages.load_real_tests()})
+    for suite in suites:
+        if suite == "real-scans":
+            named = [(recording / "scans" / realpages.scan_name(p, n), 1) for p, n in pages]
+        else:
+            named = [(realpages.CORPUS / p, n) for p, n in pages]
+        for path, number in named:
+            page = PageInput(path.read_bytes(), "application/pdf", number)
+            index[_bytes_key(page)] = page_key(page, options)
+    (recording / BYTES_INDEX).write_text(json.dumps(index))
+
+
 def _export(ref: str, into: Path) -> Path:
     archive = subprocess.run(
         ["git", "-C", str(REPO), "archive", ref, "model"], check=True, capture_output=True
@@ -178,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recording", type=Path, required=True)
     parser.add_argument("--baseline", default="main")
+    parser.add_argument(
+        "--after", help="a commit to measure against the baseline instead of this tree"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--suite", action="append", choices=SUITES)
@@ -188,12 +229,20 @@ def main(argv: list[str] | None = None) -> int:
         figures = worker(args.worker, args.recording, args.suite or list(SUITES), args.repeat)
         print(json.dumps(figures))
         return 0
+    sys.path.insert(0, str(REPO))
+    write_bytes_index(args.recording, args.suite or list(SUITES))
     results: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     # Inside the repository's ignored build/ folder, so that the baseline's own search for the
     # shared corpus beside the repository finds it.
     (REPO / "build").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=REPO / "build", prefix="signal-costs-") as tmp:
-        trees = {"before": _export(args.baseline, Path(tmp)), "after": REPO}
+        trees = {"before": Path(tmp) / "before", "after": REPO}
+        trees["before"].mkdir()
+        _export(args.baseline, trees["before"])
+        if args.after:
+            trees["after"] = Path(tmp) / "after"
+            trees["after"].mkdir()
+            _export(args.after, trees["after"])
         for round_number in range(args.rounds):
             order = ("before", "after") if round_number % 2 == 0 else ("after", "before")
             for side in order:
@@ -202,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         after["signals_ms_per_page"] / before["signals_ms_per_page"]
         for before, after in zip(results["before"], results["after"], strict=True)
     ]
-    print(f"baseline {args.baseline}; {results['after'][0]['pages']} pages a round\n")
+    print(
+        f"baseline {args.baseline}, against {args.after or 'this tree'}; "
+        f"{results['after'][0]['pages']} pages a round\n"
+    )
     print(
         "| round | before: report ms | before: signals ms | after: report ms "
         "| after: signals ms | signals after/before |"

@@ -105,7 +105,14 @@ def sniff_mime_type(data: bytes) -> str | None:
     return fmt.mime_type if fmt else None
 
 
-def inspect_document(data: bytes) -> DocumentInfo:
+def inspect_document(
+    data: bytes, *, max_sheet_cells: int = guards.MAX_SHEET_CELLS, max_pages: int | None = None
+) -> DocumentInfo:
+    """What the document is and how many pages it has. ``max_sheet_cells`` and ``max_pages``
+    (the pages a job may take) bound what a spreadsheet's count reads: a workbook whose
+    sheets pass either is refused (``DocumentTooLarge``) where its count passes it, unread
+    past that; other documents are counted whole (a long PDF may be taken a page range at a
+    time)."""
     if not data:
         raise EmptyDocument("the file is empty (0 bytes); upload the document itself")
     try:
@@ -130,7 +137,9 @@ def inspect_document(data: bytes) -> DocumentInfo:
     fmt = formats.format_of(mime_type)
     if fmt is not None:
         return DocumentInfo(
-            mime_type=mime_type, page_count=_inspect_format(data, fmt), kind=fmt.kind
+            mime_type=mime_type,
+            page_count=_inspect_format(data, fmt, max_cells=max_sheet_cells, max_pages=max_pages),
+            kind=fmt.kind,
         )
     return DocumentInfo(mime_type=mime_type, page_count=_inspect_image(data), kind="image")
 
@@ -148,9 +157,13 @@ def _refuse_encrypted_office(data: bytes) -> None:
         raise EncryptedDocument(_OFFICE_PASSWORD) from exc
 
 
-def _inspect_format(data: bytes, fmt: formats.Format) -> int:
+def _inspect_format(
+    data: bytes, fmt: formats.Format, *, max_cells: int, max_pages: int | None
+) -> int:
     """Pages of an Office, OpenDocument, web, text or e-book document, counted without
-    converting it; the refusals (model.formats.guards) come first."""
+    converting it; the refusals (model.formats.guards) come first. A spreadsheet is read only
+    as far as ``max_cells`` (its limit) allows, so a refusal and a count both cost what
+    reading up to the limit costs."""
     if fmt.kind == "legacy" and libreoffice.program() is None:
         raise UnsupportedDocument(
             f"{fmt.name} files are read with {libreoffice.INSTALL_HINT}; or save the file as "
@@ -158,7 +171,7 @@ def _inspect_format(data: bytes, fmt: formats.Format) -> int:
         )
     try:
         if data.startswith(sniff.ZIP_MAGIC):
-            guards.check_container(data, fmt)
+            guards.check_container(data, fmt, max_cells=max_cells)
         if fmt.kind == "ebook":
             with MUPDF_LOCK:
                 doc = ebooks.open_ebook(data, fmt)
@@ -169,7 +182,7 @@ def _inspect_format(data: bytes, fmt: formats.Format) -> int:
             if page_count < 1:
                 raise NoPages(f"the {fmt.name} file has no pages that can be read")
             return int(page_count)
-        return sum(units.unit_plan(data, fmt))
+        return sum(units.unit_plan(data, fmt, max_cells=max_cells, max_pages=max_pages))
     except guards.ContainerRefused as exc:
         error = {"too_large": DocumentTooLarge, "unsafe": UnsafeDocument}.get(
             exc.code, CorruptDocument

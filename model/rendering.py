@@ -147,8 +147,24 @@ def open_pdf_page(data: bytes, page_number: int) -> pymupdf.Document:
     """
     doc = open_pdf(data)
     try:
-        doc.select([_index(page_number, doc.page_count)])
+        index = _index(page_number, doc.page_count)
     except Exception:
         doc.close()
         raise
+    try:
+        doc.select([index])
+    except Exception:  # MuPDF's own error types
+        # A document MuPDF repaired (a file cut short: no cross-reference table, objects
+        # missing) opens and draws, but rearranging its page tree can fail ("not a dict");
+        # copying the one page into a new document does not need the old tree.
+        logger.info("page %s: the page tree cannot be rearranged; copying the page", page_number)
+        single = pymupdf.open()
+        try:
+            single.insert_pdf(doc, from_page=index, to_page=index)
+        except Exception:
+            single.close()
+            raise
+        finally:
+            doc.close()
+        return single
     return doc

@@ -45,6 +45,35 @@ def _no_worker_heartbeat_left_from_an_earlier_run(request):
     yield
 
 
+# Names reserved for documentation and tests (RFC 2606, RFC 6761): what the host's resolver
+# makes of them (an answer, NXDOMAIN, a wait for a silent name server) is the host's. Tests use
+# them freely in URLs and fixtures; one that needs such a name to resolve stubs it itself.
+RESERVED_NAMES = ("example", "example.com", "example.net", "example.org", "invalid", "test")
+
+
+def _reserved(host: str) -> bool:
+    name = host.rstrip(".").lower()
+    return any(name == zone or name.endswith("." + zone) for zone in RESERVED_NAMES)
+
+
+@pytest.fixture(autouse=True)
+def _reserved_names_never_reach_the_host_resolver(monkeypatch):
+    """In the test process a reserved name does not resolve, at once (as a resolver with no
+    such name answers), whatever the host's DNS: no test depends on it."""
+    import socket
+
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if isinstance(name, str) and _reserved(name):
+            raise socket.gaierror(socket.EAI_NONAME, f"{name} is a reserved name (tests)")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield
+
+
 @pytest.fixture
 def one_rate_window():
     """The clock stands still at the start of a minute. Rate limits count per clock minute, so a

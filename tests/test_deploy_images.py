@@ -6,10 +6,11 @@ installs for another machine). The compiled modules installed are then read: the
 for the target's processor. The amd64 install is the image's, so the service's code is also
 started on it here (Django's checks, the Celery app, the engines' imports).
 
-Slow tier. The wheelhouses are kept between runs in FOLIO_WHEELHOUSE_CACHE (by default the
-user's cache folder, .cache/folio-wheelhouse): the first run downloads about 0.6 GB for the
-two CPU platforms and 0.3 GB for the GPU one; later runs only check hashes. Each install takes
-about a minute on the two-core development machine.
+Slow, and in the deployment tier (`make test-deploy`, which `.ci/run` runs). The wheelhouses
+are kept between runs in FOLIO_WHEELHOUSE_CACHE (by default the user's cache folder,
+.cache/folio-wheelhouse): the first run downloads about 0.6 GB for the two CPU platforms and
+0.3 GB for the GPU one; later runs only check hashes. Each install takes one to two minutes on
+the two-core development machine.
 """
 
 from __future__ import annotations

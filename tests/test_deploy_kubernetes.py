@@ -307,3 +307,21 @@ def test_worker_memory_comes_from_the_measured_peak_in_compose_and_kubernetes(pr
         resources["requests"]["memory"]
     )
     assert _mebibytes(compose["worker"]["mem_limit"]) == _mebibytes(resources["limits"]["memory"])
+
+
+@pytest.mark.parametrize(
+    ("service", "deployment"),
+    [("web", "folio-web"), ("worker", "folio-worker"), ("beat", "folio-beat"),
+     ("gpu-worker", "folio-gpu-worker")],
+)  # fmt: skip
+def test_compose_reserves_and_limits_the_memory_kubernetes_requests_and_limits(
+    production, service, deployment
+):
+    """One sizing per role (docs/DEPLOY.md, "Sizing") in both: Compose's reservation is the
+    pod's request and its limit the pod's limit."""
+    compose = yaml.safe_load((REPOSITORY / "docker-compose.yml").read_text())["services"]
+    resources = container(of_kind(production, "Deployment")[deployment])["resources"]
+    assert _mebibytes(compose[service]["mem_reservation"]) == _mebibytes(
+        resources["requests"]["memory"]
+    ), service
+    assert _mebibytes(compose[service]["mem_limit"]) == _mebibytes(resources["limits"]["memory"])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pymupdf
 import pytest
@@ -98,13 +97,13 @@ def test_an_engine_that_refuses_a_page_passes_its_reason_on(api, fault_worker):
 
 @pytest.mark.slow
 def test_an_engine_that_hangs_is_stopped_at_the_page_time_limit_saying_so(api, fault_worker):
-    started = time.monotonic()
     job = wait_for_job(api, submit_to(api, "fault-hang"), timeout=60)
 
     assert job["status"] == "failed"
     page = job["pages"][0]
     assert page["error"] == f"the page took longer than {SOFT_TIME_LIMIT} s, the limit"
-    assert time.monotonic() - started < SOFT_TIME_LIMIT + 20
+    # Stopped by the soft limit on its first attempt, not by a retry or the reaper.
+    assert Page.objects.get(job_id=job["id"]).attempts == 1
     # The worker process survived the interruption and takes the next page.
     assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
 
@@ -114,7 +113,6 @@ def test_a_page_killed_at_the_hard_time_limit_fails_at_once_and_is_not_retried(a
     """Past the soft limit in code that does not hear it, the pool kills the process at the
     hard limit: the page fails then, saying so, after its one attempt (it used to stay
     running until the reaper sent it again, to be killed again, three times)."""
-    started = time.monotonic()
     job = wait_for_job(api, submit_to(api, "fault-stuck"), timeout=60)
 
     assert job["status"] == "failed"
@@ -123,7 +121,6 @@ def test_a_page_killed_at_the_hard_time_limit_fails_at_once_and_is_not_retried(a
         f"the page was stopped at the hard time limit ({HARD_TIME_LIMIT} s); not retried"
     )
     assert page.attempts == 1
-    assert time.monotonic() - started < HARD_TIME_LIMIT + 20
     # The pool replaced the killed process, and the next page is read.
     assert wait_for_job(api, submit_to(api, "fault-refuse"), timeout=60)["status"] == "failed"
 

@@ -106,3 +106,37 @@ def test_a_real_worker_started_with_speculation_on_the_no_speculation_queue_says
         worker.start(timeout=60)
 
     assert "FOLIO_VLLM_SPECULATION=k1-graphs" in worker.log_path.read_text()
+
+
+@pytest.mark.parametrize("setting", [{}, {"FOLIO_VLLM_SPECULATION": "off-eager"}])
+def test_a_worker_on_the_no_speculation_queue_decodes_with_the_off_presets_blocker(
+    setting, tmp_path
+):
+    # Through the worker's own path: the queue's setting settled, the settings read, the
+    # launch planned on a checkpoint with a draft head (whose default would be MTP).
+    from model.engines.vllm import memory
+    from model.engines.vllm.launch import plan_launch
+    from tests.vllm import tiny_checkpoint
+
+    folder = tiny_checkpoint.write(tmp_path / "tiny")
+    gpu = memory.Device("cuda", "a 40 GiB GPU", 40 * memory.GIB)
+
+    def planned(environ: dict) -> tuple[VllmConfig, object]:
+        launch = plan_launch(VllmConfig.from_env(environ), device=gpu)
+        return launch.config, launch.speculation
+
+    environ = {"FOLIO_VLLM_MODEL": str(folder), **setting}
+    settle_no_speculation(
+        engines=["jina-ocr-v1"], queues={"ocr.jina-ocr-v1.plain"}, environ=environ
+    )
+    config, speculation = planned(environ)
+    plain_config, plain = planned(
+        {"FOLIO_VLLM_MODEL": str(folder), "FOLIO_VLLM_SPECULATION": "off"}
+    )
+
+    assert speculation.method is None
+    assert config.blocks_ngrams(speculation) and plain_config.blocks_ngrams(plain)
+    assert config.ngram_args([9, 10]) == plain_config.ngram_args([9, 10])
+    # The queue's own worker, on the same checkpoint, decodes under MTP, without it.
+    config, speculation = planned({"FOLIO_VLLM_MODEL": str(folder)})
+    assert speculation.method == "mtp" and not config.blocks_ngrams(speculation)

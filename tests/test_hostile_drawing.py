@@ -10,7 +10,7 @@ import pytest
 
 from tests import documents, hostile
 from tests.conftest import wait_for_job
-from tests.test_hostile_input import API_LATENCY_SECONDS, post_jobs
+from tests.test_hostile_input import post_jobs
 from webapp.jobs.models import Job, Page
 
 pytestmark = pytest.mark.django_db
@@ -30,12 +30,12 @@ def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(a
     with WorkerProcess(concurrency=1, pool=pool, env=env):
         started = time.monotonic()
         job_id = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf").json()["id"]
-        slowest = 0.0
+        answered_while_drawn = 0  # answers to the job list while a worker drew the page
         while Job.objects.get(pk=job_id).status in Job.ACTIVE:
             assert time.monotonic() - started < 60, "the fan-out page was not stopped"
-            asked = time.monotonic()
+            drawing = Page.objects.get(job_id=job_id).status == Page.Status.RUNNING
             assert api.get("/v1/jobs").status_code == 200
-            slowest = max(slowest, time.monotonic() - asked)
+            answered_while_drawn += drawing
             time.sleep(0.2)
         # The worker takes the next document straight away: nothing of it is stuck.
         fine = post_jobs(api, documents.png_page(), "fine.png").json()["id"]
@@ -45,4 +45,5 @@ def test_the_fan_out_pdf_costs_one_bounded_attempt_and_the_api_keeps_answering(a
     assert page.status == Page.Status.FAILED
     assert page.attempts == 1
     assert f"took longer than {render_limit} s" in page.error and "not retried" in page.error
-    assert slowest < API_LATENCY_SECONDS
+    # The web process drew nothing itself: it answered while the worker was stuck drawing.
+    assert answered_while_drawn >= 1

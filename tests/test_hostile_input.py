@@ -18,7 +18,7 @@ from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
-from tests import documents, hostile, hostile_servers, office
+from tests import documents, hostile, hostile_office, hostile_servers, office
 from tests.conftest import wait_for_job
 from webapp.core.fetch import FetchError, fetch_document
 from webapp.jobs.models import Document, Job, Page
@@ -26,9 +26,26 @@ from webapp.jobs.services import figure_storage_name
 
 pytestmark = pytest.mark.django_db
 
-# Every refusal is decided from headers and page trees, never by decoding pixels or pages:
-# a hostile file costs the web process next to nothing.
-REFUSAL_SECONDS = 5
+
+@pytest.fixture
+def decoded(monkeypatch):
+    """The images the web process decodes and the pages it draws: every refusal is decided
+    from headers and page trees, so a hostile file costs it next to nothing."""
+    import pymupdf
+    from PIL import ImageFile
+
+    seen: list[str] = []
+    real_load, real_pixmap = ImageFile.ImageFile.load, pymupdf.Page.get_pixmap
+    monkeypatch.setattr(
+        ImageFile.ImageFile, "load", lambda image: seen.append("image") or real_load(image)
+    )
+    monkeypatch.setattr(
+        pymupdf.Page,
+        "get_pixmap",
+        lambda page, *a, **k: seen.append("page") or real_pixmap(page, *a, **k),
+    )
+    return seen
+
 
 REFUSED = {
     "zero bytes": (hostile.zero_bytes, "empty.pdf", 400, 40001, "empty"),
@@ -69,21 +86,36 @@ def assert_healthy(client) -> None:
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 @pytest.mark.parametrize("case", REFUSED)
-def test_a_hostile_document_is_refused_with_a_clear_4xx_and_nothing_is_left(api, case, endpoint):
+def test_a_hostile_document_is_refused_with_a_clear_4xx_and_nothing_is_left(
+    api, case, endpoint, decoded
+):
     make, name, status, detail, words = REFUSED[case]
     data = make()
 
-    started = time.monotonic()
     response = ENDPOINTS[endpoint](api, data, name)
-    elapsed = time.monotonic() - started
 
     assert response.status_code == status, response.content
     body = response.json()
     assert (body["code"], body["status"], body["data"]) == (status, detail, None)
     assert words in body["message"], body["message"]
-    assert elapsed < REFUSAL_SECONDS
+    assert decoded == []  # no pixel decoded, no page drawn
     assert not Job.objects.exists() and not Document.objects.exists()
     assert_healthy(api)
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+def test_a_workbook_past_the_pages_a_job_may_take_is_a_413_naming_them(api, endpoint):
+    """The count of a sheet stops where it passes FOLIO_MAX_PAGES (here 4, so 1,000 rows):
+    a sheet of any length costs the web process that many rows."""
+    data = hostile_office.xlsx_rows_without_references(2_000)
+
+    with override_settings(FOLIO_MAX_PAGES=4):
+        response = ENDPOINTS[endpoint](api, data, "long.xlsx")
+
+    assert response.status_code == 413, response.content
+    assert response.json()["status"] == 41302
+    assert "past row 1,000" in response.json()["message"]
+    assert not Job.objects.exists() and not Document.objects.exists()
 
 
 def test_a_ten_thousand_page_pdf_is_taken_when_pages_selects_a_few(api):
@@ -304,12 +336,12 @@ def test_a_file_part_over_the_limit_stops_the_upload_where_it_passes_the_limit(a
 def test_a_url_whose_server_trickles_its_headers_is_given_up_at_the_fetch_deadline():
     """Each header line comes within the per-read timeout; only a total deadline ends it."""
     with hostile_servers.hostile_server("trickle") as server:
-        started = time.monotonic()
         with pytest.raises(FetchError, match="within 2 s"):
             fetch_document(server.url)
-        elapsed = time.monotonic() - started
 
-    assert elapsed < 4
+        # It hung up with 30 s of headers still to come (read to their end, the fetch would
+        # have got an answer, not this error).
+        assert server.hung_up.wait(10)
 
 
 # A name no server answers for: the system resolver (getaddrinfo) is stubbed for it alone,
@@ -324,29 +356,38 @@ def silent_name_server(monkeypatch):
 
     real = socket.getaddrinfo
     release = threading.Event()
-    asked = []
+    lookups = SilentLookups()
 
     def getaddrinfo(host, *args, **kwargs):
         if host != SILENT_NAME:
             return real(host, *args, **kwargs)
-        asked.append(host)
+        lookups.asked.append(host)
         release.wait(20)
+        lookups.answered.append(host)
         raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    yield asked
+    yield lookups
     release.set()
+
+
+class SilentLookups:
+    """The lookups of SILENT_NAME asked, and those the stub resolver has answered (it
+    answers only once the test is over): a caller that returned while its lookup is
+    unanswered gave up on it, at its own deadline."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+        self.answered: list[str] = []
 
 
 @override_settings(FOLIO_FETCH_TIMEOUT=2)
 def test_a_url_whose_name_never_resolves_is_given_up_at_the_fetch_deadline(silent_name_server):
-    started = time.monotonic()
     with pytest.raises(FetchError, match="within 2 s"):
         fetch_document(f"http://{SILENT_NAME}/a.pdf")
-    elapsed = time.monotonic() - started
 
-    assert silent_name_server == [SILENT_NAME]
-    assert elapsed < 3
+    assert silent_name_server.asked == [SILENT_NAME]
+    assert silent_name_server.answered == []  # given up, the lookup still unanswered
 
 
 @override_settings(FOLIO_WEBHOOK_TIMEOUT=2)
@@ -358,10 +399,9 @@ def test_a_webhook_whose_name_never_resolves_holds_neither_registration_nor_deli
     from webapp.webhooks.models import WebhookDelivery, WebhookEndpoint
 
     url = f"http://{SILENT_NAME}/hook"
-    started = time.monotonic()
     with pytest.raises(webhook_services.WebhookError, match="did not resolve within 2 s"):
         webhook_services.webhook_url_validate(url=url)
-    assert time.monotonic() - started < 3
+    assert silent_name_server.answered == []
 
     # An endpoint whose name stopped answering after it was registered.
     owner = make_user()
@@ -372,12 +412,11 @@ def test_a_webhook_whose_name_never_resolves_holds_neither_registration_nor_deli
     )
     webhook_services.job_event_record(job_id=job.pk)
     delivery = WebhookDelivery.objects.get(endpoint__url=url)
-    started = time.monotonic()
     outcome = webhook_services.delivery_attempt(delivery_id=delivery.pk)
-    elapsed = time.monotonic() - started
 
     assert outcome.startswith("retry"), outcome
-    assert elapsed < 3
+    assert silent_name_server.asked == [SILENT_NAME, SILENT_NAME]
+    assert silent_name_server.answered == []  # both given up, their lookups unanswered
     assert "within 2 s" in delivery.attempt_log.get().error
 
 
@@ -402,13 +441,12 @@ def test_a_webhook_receiver_can_neither_hold_a_delivery_nor_make_it_read_a_huge_
         )
         webhook_services.job_event_record(job_id=job.pk)
         delivery = WebhookDelivery.objects.get(endpoint=endpoint)
-        started = time.monotonic()
         outcome = webhook_services.delivery_attempt(delivery_id=delivery.pk)
-        elapsed = time.monotonic() - started
         sent = server.sent
+        # The delivery hung up while the server had more to send (30 s of headers, 1.5 GB).
+        assert server.hung_up.wait(10), outcome
 
     attempt = delivery.attempt_log.get()
-    assert elapsed < 4, outcome
     if behaviour == "trickle":
         assert outcome.startswith("retry"), outcome
     else:
@@ -463,8 +501,6 @@ def test_a_figure_name_that_is_a_folder_is_a_404(api, name):
 # docs/RELIABILITY.md: the web process never draws a page; workers draw in a child process
 # with a wall-clock limit; a page stopped by a limit fails at once, unretried.
 
-API_LATENCY_SECONDS = 2  # what the jobs list takes with nothing else going on, with room
-
 
 def test_the_fan_out_pdf_is_small_and_its_drawing_fans_out():
     data = hostile.fan_out_pdf()
@@ -472,20 +508,20 @@ def test_the_fan_out_pdf_is_small_and_its_drawing_fans_out():
     assert data.count(b"/F Do") == 7 * 10 + 1  # 10^8 rectangles from 71 calls
 
 
-def test_the_web_process_never_draws_a_page_image_it_answers_202_until_a_worker_has(api, client):
+def test_the_web_process_never_draws_a_page_image_it_answers_202_until_a_worker_has(
+    api, client, decoded
+):
     response = post_jobs(api, hostile.fan_out_pdf(), "fan-out.pdf")
     assert response.status_code == 202, response.content
     job = Job.objects.get(pk=response.json()["id"])
     client.force_login(job.owner)
 
-    started = time.monotonic()
     image = client.get(f"/jobs/{job.pk}/pages/1/image")
     listed = api.get("/v1/jobs")
-    elapsed = time.monotonic() - started
 
     assert (image.status_code, listed.status_code) == (202, 200)
     assert image["Retry-After"] and b"Not drawn yet" in image.content
-    assert elapsed < API_LATENCY_SECONDS
+    assert decoded == []  # the page whose drawing never ends was never drawn here
 
 
 def test_a_page_image_is_served_as_the_worker_stored_it_and_a_failed_page_has_none(api, client):
@@ -508,25 +544,27 @@ def test_a_page_image_is_served_as_the_worker_stored_it_and_a_failed_page_has_no
 # --- long synchronous work on the web threads -----------------------------------------------
 
 
-def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(api, monkeypatch):
+def test_a_two_thousand_frame_tiff_is_counted_from_its_headers_never_decoded(
+    api, monkeypatch, decoded
+):
     """The web process counts the frames and checks each one's size; decoding a frame is a
     worker's job, one page at a time under its time limit."""
-    from PIL import ImageFile
+    from PIL import TiffImagePlugin
 
-    decoded = []
-    real_load = ImageFile.ImageFile.load
+    sized = []
+    real_seek = TiffImagePlugin.TiffImageFile.seek
     monkeypatch.setattr(
-        ImageFile.ImageFile, "load", lambda image: decoded.append(image) or real_load(image)
+        TiffImagePlugin.TiffImageFile,
+        "seek",
+        lambda image, frame: sized.append(frame) or real_seek(image, frame),
     )
 
-    started = time.monotonic()
     response = post_jobs(api, hostile.many_frames_tiff(), "scan.tiff", pages="1-3")
-    elapsed = time.monotonic() - started
 
     assert response.status_code == 202, response.content
     assert response.json()["document"]["page_count"] == 2000
-    assert decoded == []
-    assert elapsed < REFUSAL_SECONDS
+    assert decoded == []  # no frame decoded
+    assert set(range(2000)) <= set(sized)  # each frame's header read, for its size
 
 
 @pytest.mark.slow
@@ -553,7 +591,6 @@ def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_l
     waiter, first = client_for(User.objects.get(username="alice")), {}
 
     def wait_for_a_job_no_worker_reads():
-        started = time.monotonic()
         first["response"] = waiter.post(
             "/",
             {"file": SimpleUploadedFile("a.png", documents.png_page())},
@@ -561,7 +598,6 @@ def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_l
             HTTP_ACCEPT="application/json",
             HTTP_X_TIMEOUT="4",
         )
-        first["waited"] = time.monotonic() - started
         connection.close()
 
     thread = threading.Thread(target=wait_for_a_job_no_worker_reads)
@@ -571,7 +607,6 @@ def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_l
         time.sleep(0.05)
     time.sleep(0.3)  # past its submission: it is waiting now
 
-    started = time.monotonic()
     second = api.post(
         "/",
         {"file": SimpleUploadedFile("b.png", documents.png_page())},
@@ -580,15 +615,15 @@ def test_a_reader_request_beyond_the_waiters_cap_answers_at_once_with_its_poll_l
         HTTP_X_TIMEOUT="4",
     )
     listed = api.get("/v1/jobs")
-    elapsed = time.monotonic() - started
+    first_answered = "response" in first
     thread.join(timeout=20)
 
     assert second.status_code == 202, second.content
     assert listed.status_code == 200
-    assert elapsed < API_LATENCY_SECONDS
-    # The first request had the slot and really waited its time.
+    # The second answered while the first, which came before it and waits as long, still
+    # waited: it did not wait its time. The first had the slot and waited its own out.
+    assert not first_answered, "the second request waited for its time out"
     assert first["response"].status_code == 202
-    assert first["waited"] >= 3.5
 
 
 @override_settings(FOLIO_READER_WAITERS=1)

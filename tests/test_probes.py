@@ -146,7 +146,7 @@ def test_every_web_readiness_probe_asks_for_the_database_and_the_broker():
     repository = Path(__file__).resolve().parents[1]
     web = next(
         doc
-        for doc in yaml.safe_load_all((repository / "deploy/kubernetes/web.yaml").read_text())
+        for doc in yaml.safe_load_all((repository / "deploy/kubernetes/base/web.yaml").read_text())
         if doc and doc.get("kind") == "Deployment"
     )
     (container,) = web["spec"]["template"]["spec"]["containers"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
+from django.core.wsgi import get_wsgi_application
 from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import (
@@ -14,8 +15,6 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from django.core.wsgi import get_wsgi_application
 
 RESPONSE_CHECKS = [
     not_a_server_error,

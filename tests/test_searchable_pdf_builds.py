@@ -20,7 +20,7 @@ from django.utils import timezone
 from ocr_worker.celery_app import app
 from ocr_worker.searchable_pdf import searchable_pdf_make
 from tests import documents, hostile
-from tests.test_hostile_input import API_LATENCY_SECONDS, post_jobs
+from tests.test_hostile_input import post_jobs
 from webapp.jobs.models import Job, Page
 from webapp.jobs.services.searchable_pdf import BUILD_SEARCHABLE_PDF
 
@@ -72,10 +72,8 @@ def test_the_web_process_never_builds_the_searchable_pdf_it_answers_202_until_a_
     job = read_by_worker(post_jobs(api, documents.png_page(), "scan.png").json()["id"])
     client.force_login(job.owner)
 
-    started = time.monotonic()
     first, again = pdf_of(api, job), pdf_of(api, job)
     page = client.get(f"/jobs/{job.pk}/searchable.pdf")
-    elapsed = time.monotonic() - started
 
     for response in (first, again, page):
         assert response.status_code == 202, response.content
@@ -83,7 +81,6 @@ def test_the_web_process_never_builds_the_searchable_pdf_it_answers_202_until_a_
     assert "being built by a worker" in first.json()["message"]
     assert b"Preparing the searchable PDF" in page.content
     assert b'http-equiv="refresh"' in page.content  # the page asks again by itself
-    assert elapsed < API_LATENCY_SECONDS
     # One build asked of a worker of the job's engine, however often it is asked for.
     (fingerprint,) = build_requests(job)
     assert stored_builds(job) == []
@@ -136,10 +133,9 @@ def test_a_build_past_its_limit_is_stopped_and_refused_with_the_reason_not_built
     assert pdf_of(api, job).status_code == 202
     (fingerprint,) = build_requests(job)
 
-    started = time.monotonic()
     with override_settings(FOLIO_SEARCHABLE_PDF_TIMEOUT=1):
+        # Built to its end, it would be "built": "refused" is the limit stopping it.
         assert searchable_pdf_make(job_id=job.pk, fingerprint=fingerprint) == "refused"
-    assert time.monotonic() - started < 10
 
     refused = pdf_of(api, job)
     assert refused.status_code == 422

@@ -106,7 +106,7 @@ def test_an_unreadable_record_is_skipped_not_fatal(nodes):
 
 def _submit_all(url: str, key: str, docs: list[bytes], *, spread: float = 0.0) -> list[int]:
     """Each document posted from a thread of its own, all at once (or ``spread`` seconds
-    apart): the statuses, in order."""
+    apart): the statuses, in order. What each refusal said is printed, for the report."""
 
     def post(item: tuple[int, bytes]) -> int:
         index, data = item
@@ -118,6 +118,8 @@ def _submit_all(url: str, key: str, docs: list[bytes], *, spread: float = 0.0) -
             data={"pages": "1"},
             timeout=120,
         )
+        if response.status_code != 202:
+            print(f"document {index}: {response.status_code} {response.text[:300]}")
         return response.status_code
 
     with ThreadPoolExecutor(len(docs)) as pool:

@@ -43,7 +43,7 @@ from model.engines.transformers_engine import (  # noqa: E402
 from model.fastmtp import BlockConfig, MTPDraftBlock  # noqa: E402
 from model.rendering import open_page_image  # noqa: E402
 from tests import documents  # noqa: E402
-from tests.vllm import tiny_checkpoint  # noqa: E402
+from tests.vllm import tiny_checkpoint, tiny_draft  # noqa: E402
 from tests.vllm.pages import a4_pdf, small_png  # noqa: E402
 
 ENV_MODEL_DIR = "FOLIO_TRANSFORMERS_MODEL_DIR"
@@ -363,3 +363,41 @@ def test_remote_code_runs_only_when_allowed(jina_layout, monkeypatch):
     monkeypatch.delenv("FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", raising=False)
     with pytest.raises(EngineError, match="FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE=1"):
         _remote(jina_layout, 0).load()
+
+
+def test_the_published_draft_is_accepted_whole_only_when_wired_as_trained(
+    jina_layout, tmp_path, monkeypatch
+):
+    """The tiny head (``tests/vllm/tiny_draft.py``) can only be right when it reads the target's
+    hidden state, recycles its own post-norm state and reads the page's features at image
+    positions: acceptance 1.0 as wired, near 0 where one of them is mis-wired."""
+    from model.fastmtp import decoding
+    from model.fastmtp.draft import MTPDraftBlock
+
+    monkeypatch.setenv("FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", "1")
+    page = PageInput(data=small_png(), mime_type="image/png", page_number=1)
+    expected = tiny_checkpoint.expected_text().split()
+
+    def rates(path: Path, dtype=torch.float32) -> list[float]:
+        engine = TransformersEngine(path, k=3, device="cpu", dtype=dtype, max_new_tokens=40)
+        engine.load()
+        got = engine.transcribe(page, EngineOptions())
+        # Whatever the draft says, the verifier decides: the text never changes.
+        assert got.markdown.split() == expected
+        return got.extra["acceptance_rates"]
+
+    # As trained, in float32 and in the checkpoint's own bfloat16: every draft accepted.
+    assert rates(jina_layout) == [1.0, 1.0, 1.0]
+    assert rates(jina_layout, torch.bfloat16) == [1.0, 1.0, 1.0]
+    # The two halves of eh_proj swapped ([hidden; embedding]): the hidden state is misread.
+    swapped = tiny_checkpoint.write(tmp_path / "swapped", draft=tiny_draft.MISWIRED)
+    assert max(rates(swapped)) < 0.1
+    # The recursive steps fed the pre-norm state: the first draft stays right, the others not.
+    with monkeypatch.context() as wrong:
+        wrong.setattr(MTPDraftBlock, "recycle", lambda self, g: g)
+        first, *recursive = rates(jina_layout)
+    assert first == 1.0 and max(recursive) < 0.1
+    # The draft fed the <image> token's embedding at image positions instead of the page's.
+    with monkeypatch.context() as wrong:
+        wrong.setattr(decoding, "_draft_prompt_embeds", lambda *args: None)
+        assert max(rates(jina_layout)) < 0.1

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 
+import psutil
 import pymupdf
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.conftest import wait_for_job
-from tests.workers import WorkerProcess, purge_queues
+from tests.workers import WorkerProcess, forget_heartbeats, purge_queues
 from webapp.jobs.models import Page
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -130,3 +131,27 @@ def test_nothing_is_sent_again_while_the_queue_still_holds_messages(api):
     )
 
     assert reaped == 0
+
+
+@pytest.mark.slow
+def test_a_worker_that_misses_its_start_deadline_is_ended_with_its_pool():
+    # Pinged under another name it never answers, so `start` times out with the worker (and,
+    # once its pool has forked, the pool's processes) running: `start` must end them all,
+    # since `with worker.start()` never reaches __exit__.
+    worker = WorkerProcess(queues="ocr.local", concurrency=1)
+    node = worker.name
+    worker.name = "nobody-" + node
+    with pytest.raises(TimeoutError):
+        worker.start(timeout=30)
+    forget_heartbeats(node)  # stop() forgot the name it was pinged under
+    assert worker.process.poll() is not None
+
+    def ours() -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter(["cmdline"]):
+            if node in (process.info["cmdline"] or []):
+                found.append(process)
+        return found
+
+    _gone, alive = psutil.wait_procs(ours(), timeout=10)
+    assert not alive, alive

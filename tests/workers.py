@@ -81,6 +81,16 @@ class WorkerProcess:
             self.command, env=self.env, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
+        try:
+            return self._wait_started(timeout)
+        except BaseException:
+            # `with worker.start()` never reaches __exit__ when start raises: a worker that
+            # missed its deadline (and the engine it was loading, vLLM's engine core among
+            # its descendants) would otherwise outlive the test holding memory.
+            self.stop()
+            raise
+
+    def _wait_started(self, timeout: float) -> WorkerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

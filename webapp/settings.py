@@ -23,6 +23,8 @@ from model.config import (
     env_list,
     env_str,
 )
+from model.engines import auto as auto_defaults
+from model.quality import review as review_defaults
 from webapp.public_url import public_url
 from webapp.secret_key import secret_key
 from webapp.storage_config import default_storage_config, storage_kind
@@ -232,11 +234,16 @@ FOLIO_HEADERS = env_str("FOLIO_HEADERS", "drop")
 FOLIO_NORMALIZE = env_str("FOLIO_NORMALIZE", "none")
 # A page needs review when its review score (0-1, model.quality.review) reaches this; a request
 # may set its own (`review_threshold`). docs/QUALITY.md gives recall and false flags per value.
-FOLIO_REVIEW_THRESHOLD = env_float("FOLIO_REVIEW_THRESHOLD", 0.5, minimum=0.0)
+# The default (model.quality.review.DEFAULT_THRESHOLD) was chosen leaving each document out.
+FOLIO_REVIEW_THRESHOLD = env_float(
+    "FOLIO_REVIEW_THRESHOLD", review_defaults.DEFAULT_THRESHOLD, minimum=0.0
+)
 # An `auto` job's page goes to a VLM engine when its local reading's review score reaches this
-# (model.engines.auto): lower sends more pages to the GPU. docs/QUALITY.md draws the curve of
-# quality against the share of pages sent.
-FOLIO_AUTO_THRESHOLD = env_float("FOLIO_AUTO_THRESHOLD", 0.5, minimum=0.01)
+# (model.engines.auto, whose DEFAULT_THRESHOLD says how it was chosen): lower sends more pages
+# to the GPU. docs/QUALITY.md gives the share of pages sent against the failing pages sent.
+FOLIO_AUTO_THRESHOLD = env_float(
+    "FOLIO_AUTO_THRESHOLD", auto_defaults.DEFAULT_THRESHOLD, minimum=0.01
+)
 # Counters shared by every web process (rate limits) live in the broker's Redis.
 CACHES = {
     "default": {

@@ -14,13 +14,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from model.quality import review
+
 AUTO = "auto"
 # The engine that reads every page of an ``auto`` job first.
 FIRST_READER = "local"
 # The VLM engines, best first: jina-ocr-v1 on a GPU worker; the same kind of checkpoint
 # through PyTorch; any OpenAI-compatible endpoint, whose model Folio does not know.
 VLM_PREFERENCE = ("jina-ocr-v1", "transformers", "openai")
-DEFAULT_THRESHOLD = 0.5
+# FOLIO_AUTO_THRESHOLD's default: the review score's threshold chosen with whole documents held
+# out (``bench/review.py --held-out``, ``model.quality.review_choice``): on the real pages, their
+# scans and the new pages' development part, every document's choice, made on all the others,
+# was 0.5 (any one failing signal), and the held-aside part, judged at it, was never chosen on.
+# Above it fewer failing pages go (docs/QUALITY.md, "`auto` on the shared corpus").
+DEFAULT_THRESHOLD = review.DEFAULT_THRESHOLD
 # A reading with fewer letters and digits than this says nothing (as the ``empty`` signal).
 EMPTY_READING = 10
 

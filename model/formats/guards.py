@@ -46,6 +46,11 @@ _RATIO_FLOOR_BYTES = 1024 * 1024
 # The cells a sheet spans (rows x columns of its used area). A million is 40,000 rows of 25
 # columns; the converter would need minutes past that, and the Markdown would be unreadable.
 MAX_SHEET_CELLS = 1_000_000
+# What reading a sheet may cost, in XML elements of its worksheet part (rows, cells, values,
+# formulas, inline text, formatting): a filled cell is a cell and a value or two, and its row
+# when it is the row's only cell; five a cell of the limit leaves room for inline text, so
+# inspecting a sheet within the limits reads at most this many, and one past them no more.
+ELEMENTS_PER_CELL = 5
 EXCEL_MAX_ROWS, EXCEL_MAX_COLUMNS = 1_048_576, 16_384
 _SCAN_CHUNK = 1024 * 1024
 
@@ -111,7 +116,9 @@ class ContainerReport:
     linked: tuple[Link, ...] = ()  # linked images, each shown as a placeholder
 
 
-def check_container(data: bytes, fmt: types.Format) -> ContainerReport:
+def check_container(
+    data: bytes, fmt: types.Format, *, max_cells: int = MAX_SHEET_CELLS
+) -> ContainerReport:
     archive = open_archive(data, fmt)
     with archive:
         infos = archive.infolist()
@@ -123,7 +130,7 @@ def check_container(data: bytes, fmt: types.Format) -> ContainerReport:
         if fmt in _OOXML:
             linked += _ooxml_links(archive, infos, fmt)
         if fmt in _ODF:
-            linked += _odf_links(archive, infos, fmt)
+            linked += _odf_links(archive, infos, fmt, max_cells=max_cells)
         macros = any(
             info.filename.lower().endswith("vbaproject.bin")
             or info.filename.startswith(("Basic/", "Scripts/"))
@@ -288,7 +295,11 @@ def _rels_source(name: str) -> str:
 
 
 def _odf_links(
-    archive: zipfile.ZipFile, infos: list[zipfile.ZipInfo], fmt: types.Format
+    archive: zipfile.ZipFile,
+    infos: list[zipfile.ZipInfo],
+    fmt: types.Format,
+    *,
+    max_cells: int = MAX_SHEET_CELLS,
 ) -> list[Link]:
     """The linked images of an OpenDocument file's content and styles (those of its embedded
     objects too), refusing any other outside link and every DDE connection."""
@@ -296,7 +307,8 @@ def _odf_links(
     for info in infos:
         if info.filename.rsplit("/", 1)[-1] not in ("content.xml", "styles.xml"):
             continue
-        cells = FilledCells() if fmt is types.ODS and info.filename == "content.xml" else None
+        spreadsheet = fmt is types.ODS and info.filename == "content.xml"
+        cells = FilledCells(max_cells) if spreadsheet else None
         for element in _elements(archive, info, fmt):
             name = _local(element.tag)
             if cells is not None:
@@ -328,9 +340,11 @@ _OFFICE = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 class FilledCells:
     """The filled cells of an OpenDocument spreadsheet as its converter reads them: a cell
     with a value, as many times as it is repeated across its columns and its row is repeated
-    down (empty cells, however repeated, are not read). Refuses past MAX_SHEET_CELLS."""
+    down (empty cells, however repeated, are not read). Refuses as soon as they pass
+    ``max_cells``, so a sheet far past it is read only up to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_cells: int = MAX_SHEET_CELLS) -> None:
+        self.max_cells = max_cells
         self.count = 0
         self._row_repeat = 1
 
@@ -340,7 +354,7 @@ class FilledCells:
         elif name == "table-cell" and element.get(f"{{{_OFFICE}}}value-type"):
             columns = _repeat(element.get(f"{{{_TABLE}}}number-columns-repeated"))
             self.count += columns * self._row_repeat
-            check_filled_cells(self.count)
+            check_filled_cells(self.count, max_cells=self.max_cells)
 
 
 def _repeat(value: str | None) -> int:
@@ -362,8 +376,9 @@ def _elements(
     archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object = None
 ) -> Iterator[lxml.etree._Element]:
     """Each element of a part as it starts (its attributes read), streamed: what was read is
-    let go. The part's prolog passed ``check_prolog`` first, and the parser resolves no
-    entity and reads nothing from outside."""
+    let go (an element's earlier siblings, which have ended, are dropped as it starts), so a
+    part of millions of elements never stands as a tree. The part's prolog passed
+    ``check_prolog`` first, and the parser resolves no entity and reads nothing from outside."""
     check_prolog(archive, info, fmt)
     with _open(archive, info) as entry:
         events = lxml.etree.iterparse(
@@ -378,6 +393,10 @@ def _elements(
         try:
             for _, element in events:
                 yield element
+                parent = element.getparent()
+                if parent is not None:
+                    while element.getprevious() is not None:
+                        del parent[0]
         except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ContainerRefused(
                 f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
@@ -418,27 +437,94 @@ def iter_ended(
             ) from exc
 
 
-def check_sheet_extent(sheet: str, rows: int, columns: int) -> None:
+def iter_rows(
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    fmt: types.Format,
+    tag: str,
+    *,
+    max_children: int,
+) -> Iterator[lxml.etree._Element]:
+    """Each ``tag`` element of a part once it has ended, as ``iter_ended``, in a part whose
+    other elements are let go as well: every element but a ``tag`` element's children is
+    cleared once it has ended, and its earlier siblings dropped. What stands in memory is
+    the current ``tag`` element, its children (refused past ``max_children``: a sheet's row
+    holds at most 16,384 cells) each with its last child, and their ancestors, whatever
+    else the part holds: a sheet of millions of elements written outside its rows (merges,
+    formats, elements of no namespace) never stands as a tree. Every element comes through
+    here, which costs about twice the parse of ``iter_ended``; that is what bounds the
+    memory."""
+    check_prolog(archive, info, fmt)
+    with _open(archive, info) as entry:
+        events = lxml.etree.iterparse(
+            entry,
+            events=("end",),
+            resolve_entities=False,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
+        )
+        try:
+            for _, element in events:
+                parent = element.getparent()
+                if element.tag == tag:
+                    yield element
+                elif parent is None:
+                    continue  # the root, at the end
+                elif parent.tag == tag:
+                    if len(parent) > max_children:
+                        raise ContainerRefused(
+                            f"the {fmt.name} file's part {info.filename!r} has a "
+                            f"{_local(tag)} of more than {max_children:,} elements, past "
+                            "what a spreadsheet can hold; the file is damaged or forged",
+                            code="corrupt",
+                        )
+                    continue  # read with its row
+                element.clear(keep_tail=False)
+                if parent is not None:
+                    while element.getprevious() is not None:
+                        del parent[0]
+        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise ContainerRefused(
+                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
+                code="corrupt",
+            ) from exc
+
+
+def check_sheet_extent(
+    sheet: str, rows: int, columns: int, *, max_cells: int = MAX_SHEET_CELLS
+) -> None:
     if rows > EXCEL_MAX_ROWS or columns > EXCEL_MAX_COLUMNS:
         raise ContainerRefused(
             f"sheet {sheet} has a cell at row {rows:,}, column {columns:,}, past what a "
             "spreadsheet can hold; the file is damaged or forged",
             code="corrupt",
         )
-    if rows * columns > MAX_SHEET_CELLS:
+    if rows * columns > max_cells:
         raise ContainerRefused(
             f"sheet {sheet} spans {rows:,} rows by {columns:,} columns "
-            f"({rows * columns:,} cells); we take at most {MAX_SHEET_CELLS:,} cells a sheet "
+            f"({rows * columns:,} cells); we take at most {max_cells:,} cells a sheet "
             "(delete the stray cells far from the data, or split the sheet)",
             code="too_large",
         )
 
 
-def check_filled_cells(cells: int) -> None:
-    if cells > MAX_SHEET_CELLS:
+def check_filled_cells(cells: int, *, max_cells: int = MAX_SHEET_CELLS) -> None:
+    if cells > max_cells:
         raise ContainerRefused(
-            f"the spreadsheet has more than {MAX_SHEET_CELLS:,} filled cells; we take at most "
-            f"{MAX_SHEET_CELLS:,} (split it, or export the part you need)",
+            f"the spreadsheet has more than {max_cells:,} filled cells; we take at most "
+            f"{max_cells:,} (split it, or export the part you need)",
+            code="too_large",
+        )
+
+
+def check_sheet_elements(sheet: str, elements: int, *, max_cells: int = MAX_SHEET_CELLS) -> None:
+    limit = ELEMENTS_PER_CELL * max_cells
+    if elements > limit:
+        raise ContainerRefused(
+            f"sheet {sheet} holds more than {limit:,} XML elements (rows, cells, formatting); "
+            f"we read at most {ELEMENTS_PER_CELL} for each of the {max_cells:,} cells a sheet "
+            "may have (delete the formatting far from the data, or split the sheet)",
             code="too_large",
         )
 

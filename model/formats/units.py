@@ -18,6 +18,7 @@ converts a document, and a legacy file gets the pages the file LibreOffice saves
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 import struct
@@ -45,12 +46,21 @@ _WML_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _MATH_NS = "http://schemas.openxmlformats.org/officeDocument/2006/math"
 
 
-def unit_plan(data: bytes, fmt: types.Format) -> list[int]:
-    """Pages per section, in order: one entry per slide or sheet, or one for the whole text."""
+def unit_plan(
+    data: bytes,
+    fmt: types.Format,
+    *,
+    max_cells: int = guards.MAX_SHEET_CELLS,
+    max_pages: int | None = None,
+) -> list[int]:
+    """Pages per section, in order: one entry per slide or sheet, or one for the whole text.
+    A workbook's sheets are read only as far as ``max_cells`` allows, and, given
+    ``max_pages`` (the pages a job may take), only until their rows pass that many pages
+    (``filled_extent``): the rest would be refused, and is never read."""
     if fmt in (types.PPTX, types.PPTM):
         return [1] * max(1, _pptx_slides(data, fmt))
     if fmt in (types.XLSX, types.XLSM):
-        return [_row_parts(rows) for rows in _sheet_rows(data, fmt)] or [1]
+        return [_row_parts(rows) for rows in _sheet_rows(data, fmt, max_cells, max_pages)] or [1]
     if fmt is types.CSV:
         return [_row_parts(len(normalized_text(data).splitlines()))]
     if fmt is types.PPT:
@@ -117,13 +127,14 @@ def _row_parts(rows: int) -> int:
     return max(1, math.ceil(rows / SHEET_ROWS_PER_PART))
 
 
-def _sheet_rows(data: bytes, fmt: types.Format) -> list[int]:
-    """Filled rows of each sheet (chart sheets: 0), in the workbook's order."""
+def _sheet_rows(data: bytes, fmt: types.Format, max_cells: int, max_pages: int | None) -> list[int]:
+    """Filled rows of each sheet (chart sheets: 0), in the workbook's order; each sheet read
+    only as far as the pages the sheets before it leave of ``max_pages``."""
     with guards.open_archive(data, fmt) as archive:
         workbook = SafeET.fromstring(archive.read("xl/workbook.xml"))
         rels = SafeET.fromstring(archive.read("xl/_rels/workbook.xml.rels"))
         targets = {rel.get("Id"): rel.get("Target", "") for rel in rels}
-        rows = []
+        rows: list[int] = []
         for sheet in workbook.iter(f"{{{_MAIN_NS}}}sheet"):
             target = targets.get(sheet.get(f"{{{_REL_NS}}}id"), "")
             name = target.lstrip("/") if target.startswith("/") else f"xl/{target}"
@@ -133,26 +144,42 @@ def _sheet_rows(data: bytes, fmt: types.Format) -> list[int]:
                 rows.append(0)
                 continue
             label = name.rsplit("/", 1)[-1].removesuffix(".xml")
-            rows.append(filled_extent(archive, info, fmt, sheet=label)[0])
+            room = None
+            if max_pages is not None:
+                pages_before = sum(_row_parts(earlier) for earlier in rows)
+                room = max(0, max_pages - pages_before) * SHEET_ROWS_PER_PART
+            extent = filled_extent(
+                archive, info, fmt, sheet=label, max_cells=max_cells, max_rows=room
+            )
+            rows.append(extent[0])
     return rows
 
 
 def filled_extent(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, *, sheet: str
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    fmt: types.Format,
+    *,
+    sheet: str,
+    max_cells: int = guards.MAX_SHEET_CELLS,
+    max_rows: int | None = None,
 ) -> tuple[int, int]:
     """(last row, last column) holding a value in a worksheet part, as openpyxl places its
     cells: by their ``r``, or after the row (the cell) before where they have none.
     Formatted empty cells do not count (a style applied down to row 1,048,576 is common and
-    harmless). Refuses (``guards.check_sheet_extent``) as soon as the extent passes the
-    limits, so a forged sheet costs what reading up to the limit costs."""
-    # A quick bound first, at the speed of a byte search: each filled cell holds a value
-    # element (``<v>`` under any prefix), so more of them than the limit is over the limit
-    # whatever the parse would find, and a forged million-row sheet is refused at once.
-    guards.check_filled_cells(
-        sum(len(_VALUE_END.findall(chunk)) for chunk in guards.chunks(archive, info))
-    )
+    harmless). What it reads is bounded by ``max_cells`` whatever the sheet holds: a byte
+    scan first (``sheet_bound``), stopping where the sheet passes a limit, then a parse of
+    at most ``ELEMENTS_PER_CELL * max_cells`` elements that stops at the row where the extent
+    passes the limit (``guards.check_sheet_extent``) and lets go of every element it has
+    passed (``guards.iter_rows``). Given ``max_rows`` (what the job's page limit leaves for
+    this sheet), it stops at the first filled row past it, so that a sheet of more pages
+    than a job may take costs the parse of those pages only."""
+    sheet_bound(archive, info, sheet=sheet, max_cells=max_cells)
     last_row = rows = columns = 0
-    for row in guards.iter_ended(archive, info, fmt, f"{{{_MAIN_NS}}}row"):
+    rows_of = guards.iter_rows(
+        archive, info, fmt, f"{{{_MAIN_NS}}}row", max_children=guards.EXCEL_MAX_COLUMNS
+    )
+    for row in rows_of:
         last_row = _position(row.get("r"), last_row + 1)
         column = 0
         for cell in row.iterchildren(f"{{{_MAIN_NS}}}c"):
@@ -160,8 +187,44 @@ def filled_extent(
             column = _column_of(reference) if reference else column + 1
             if len(cell):  # a value, a formula or inline text
                 rows, columns = last_row, max(columns, column)
-        guards.check_sheet_extent(sheet, rows, columns)
+        guards.check_sheet_extent(sheet, rows, columns, max_cells=max_cells)
+        if max_rows is not None and rows > max_rows:
+            raise guards.ContainerRefused(
+                f"sheet {sheet} has a filled row past row {max_rows:,}, more than the pages "
+                f"of {SHEET_ROWS_PER_PART} rows a job may take; this server takes at most "
+                f"{max_rows // SHEET_ROWS_PER_PART:,} more pages of this workbook (split it, "
+                "or save the rows you need as a workbook of their own)",
+                code="too_large",
+            )
     return rows, columns
+
+
+def sheet_bound(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, *, sheet: str, max_cells: int
+) -> None:
+    """Refuses a worksheet part that is over the limits whatever a parse would find, at the
+    speed of a byte search and as soon as it passes them (the rest is never read): its value
+    elements (a filled cell holds one, ``<v>`` under any prefix) past ``max_cells``, or its
+    elements of any kind past ``ELEMENTS_PER_CELL`` times that. Each element starts with a
+    ``<`` that no text or attribute may hold unescaped, so ``<`` less ``</`` bounds the
+    elements from above (comments and instructions count too): a sheet within it costs the
+    parse that many elements at most, one without a single value (a million empty
+    ``<row/>``) included. Each chunk is counted up to its last ``>`` (the rest goes with the
+    next one), so that no tag is cut at a chunk's edge: the counts are exact, and a sheet one
+    value past the limit is refused here, not at the end of a parse."""
+    values = elements = 0
+    carry = b""
+    # The last piece (text after the last tag, if any) is counted by a closing ">" of none.
+    for chunk in itertools.chain(guards.chunks(archive, info), [b">"]):
+        cut = chunk.rfind(b">") + 1
+        if not cut:
+            carry += chunk
+            continue
+        block, carry = carry + chunk[:cut], chunk[cut:]
+        values += len(_VALUE_END.findall(block))
+        elements += block.count(b"<") - block.count(b"</")
+        guards.check_filled_cells(values, max_cells=max_cells)
+        guards.check_sheet_elements(sheet, elements, max_cells=max_cells)
 
 
 def _position(value: str | None, default: int) -> int:

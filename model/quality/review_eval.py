@@ -109,6 +109,8 @@ class PageVerdict:
     page: str
     should_flag: bool
     signals: dict[str, dict[str, Any]]
+    # The page's review score as the service computed it (its signals at the code's settings).
+    score: float = 0.0
 
 
 def page_verdicts(report: Report, document: Any = None) -> list[PageVerdict]:
@@ -122,7 +124,8 @@ def page_verdicts(report: Report, document: Any = None) -> list[PageVerdict]:
             continue
         name = document(key[0]) if document else key[0]
         signals = run.quality.get("signals", {})
-        found.append(PageVerdict(name, f"{key[0]}#{key[1]}", key in should, signals))
+        score = float(run.quality.get("score") or 0.0)
+        found.append(PageVerdict(name, f"{key[0]}#{key[1]}", key in should, signals, score))
     return found
 
 

@@ -13,6 +13,7 @@ The output is parsed once (``model.quality.parsed``), the page measured once
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ __all__ = [
     "PageFacts",
     "Signal",
     "page_facts",
+    "named_signals",
     "page_signals",
     "quality_report",
     "verdict",
@@ -72,45 +74,55 @@ class EngineReport:
         )
 
 
-def page_signals(
+def named_signals(
     parsed: ParsedPage, facts: PageFacts, report: EngineReport | None = None
-) -> list[Signal]:
-    """Every signal that applies to the page. Lines and width come from the text layer, or,
-    for pages the engine read by OCR, from the OCR's own lines."""
+) -> list[tuple[str, Callable[[], Signal | None]]]:
+    """Every signal as a name and the call that judges it (None where it does not apply), so
+    that each can be timed on its own (``bench/signal_each.py``). Lines and width come from
+    the text layer, or, for pages the engine read by OCR, from the OCR's own lines."""
     report = report or EngineReport()
     ocr = list(report.ocr_lines)
     lines, width = (ocr, report.ocr_width) if ocr else (facts.lines, facts.width)
-    signals = [
-        form.table_signal(parsed),
-        form.merged_cells_signal(parsed, facts.grids),
-        form.latex_signal(parsed),
-        form.repetition_signal(parsed),
-        form.empty_signal(parsed, facts.ink),
-        form.confidence_signal(report.ocr_confidence),
-        form.text_layer_signal(parsed, facts.text_layer),
-        content.unreadable_signal(parsed),
-        content.fragment_signal(parsed),
-        content.markup_signal(parsed),
-        content.contents_table_signal(parsed),
-        content.right_to_left_signal(parsed),
-        content.plausibility_signal(parsed),
-        content.formula_signal(parsed, facts.lines),
-        content.formula_text_signal(parsed, facts.lines),
-        content.apostrophe_signal(parsed),
-        content.mirrored_signal(ocr, report.ocr_width),
-        content.order_signal(parsed, lines, width),
-        content.line_confidence_signal(ocr),
-        content.coverage_signal(report.unread_stretches),
-        form.extraction_signal(report.extraction_notes),
-        independent.agreement_signal(report.agreement),
-        independent.ink_signal(parsed, facts.glyphs),
-        independent.steps_signal(
-            list(report.failed_steps), [*report.skipped_steps, *facts.skipped]
+    skipped = [*report.skipped_steps, *facts.skipped]
+    return [
+        ("table", lambda: form.table_signal(parsed)),
+        ("merged_cells", lambda: form.merged_cells_signal(parsed, facts.grids)),
+        ("latex", lambda: form.latex_signal(parsed)),
+        ("repetition", lambda: form.repetition_signal(parsed)),
+        ("empty", lambda: form.empty_signal(parsed, facts.ink)),
+        ("ocr_confidence", lambda: form.confidence_signal(report.ocr_confidence)),
+        ("text_layer", lambda: form.text_layer_signal(parsed, facts.text_layer)),
+        ("unreadable", lambda: content.unreadable_signal(parsed)),
+        ("fragments", lambda: content.fragment_signal(parsed)),
+        ("markup", lambda: content.markup_signal(parsed)),
+        ("contents_table", lambda: content.contents_table_signal(parsed)),
+        ("right_to_left", lambda: content.right_to_left_signal(parsed)),
+        ("plausibility", lambda: content.plausibility_signal(parsed)),
+        ("formula", lambda: content.formula_signal(parsed, facts.lines)),
+        ("formula_text", lambda: content.formula_text_signal(parsed, facts.lines)),
+        ("apostrophes", lambda: content.apostrophe_signal(parsed)),
+        ("mirrored", lambda: content.mirrored_signal(ocr, report.ocr_width)),
+        ("order", lambda: content.order_signal(parsed, lines, width)),
+        ("line_confidence", lambda: content.line_confidence_signal(ocr)),
+        ("coverage", lambda: content.coverage_signal(report.unread_stretches)),
+        ("extraction", lambda: form.extraction_signal(report.extraction_notes)),
+        ("agreement", lambda: independent.agreement_signal(report.agreement)),
+        ("ink", lambda: independent.ink_signal(parsed, facts.glyphs)),
+        ("steps", lambda: independent.steps_signal(list(report.failed_steps), skipped)),
+        ("math_prose", lambda: independent.math_prose_signal(parsed, facts.math_runs)),
+        (
+            "invisible_text",
+            lambda: independent.invisible_text_signal(facts.invisible, report.method),
         ),
-        independent.math_prose_signal(parsed, facts.math_runs),
-        independent.invisible_text_signal(facts.invisible, report.method),
     ]
-    return [s for s in signals if s is not None]
+
+
+def page_signals(
+    parsed: ParsedPage, facts: PageFacts, report: EngineReport | None = None
+) -> list[Signal]:
+    """Every signal that applies to the page."""
+    judged = (judge() for _, judge in named_signals(parsed, facts, report))
+    return [s for s in judged if s is not None]
 
 
 def quality_report(

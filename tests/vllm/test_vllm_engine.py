@@ -1,13 +1,15 @@
 """The real vLLM engine class on the CPU build of vLLM, with jina-ocr-v1's FastMTP head on.
 
-A tiny checkpoint in jina-ocr-v1's layout (``tiny_checkpoint``: DeepSeek-OCR's config keys, a
-decoder whose greedy output is known in advance, and a FastMTP draft head under
-``mtp_module.*`` copied from the decoder so that its drafts are right) is made here. Then:
+A tiny checkpoint in jina-ocr-v1's published layout (``tiny_checkpoint``: DeepSeek-OCR's config
+keys, a decoder whose greedy output is known in advance, and a FastMTP draft head under
+``mtp_module.heads.0.*`` that is right only when it reads the target's hidden state, recycles its
+own post-norm state and reads the page's features: ``tiny_draft``) is made here. Then:
 
 - ``VllmEngine`` decodes the same rendered pages with speculation off, with MTP at K=1 and at
   K=3 (Folio's own registration of the draft in vLLM), and with n-gram speculation: the token
-  ids must be the same everywhere (and the ones the checkpoint was built to produce), and
-  vLLM's speculative-decoding counters must show drafts proposed and accepted;
+  ids must be the same everywhere (and the ones the checkpoint was built to produce), vLLM's
+  speculative-decoding counters must show every MTP draft accepted, and the same head with
+  ``eh_proj``'s halves swapped nearly none;
 - a Celery worker in a threads pool serves ``jina-ocr-v1`` with MTP at K=1: rendered pages go
   in through the jobs API, and text, tokens, timings and vLLM's exported counters come out.
 
@@ -31,7 +33,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from model import gundam
 from tests.conftest import wait_for_job
-from tests.vllm import tiny_checkpoint
+from tests.vllm import tiny_checkpoint, tiny_draft
 from tests.vllm.pages import a4_pdf, small_png
 from tests.workers import REPOSITORY, WorkerProcess, purge_queues
 
@@ -177,6 +179,8 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
     off = decode(checkpoint, "off-eager", tmp_path)
     expected = tiny_checkpoint.expected_output()
     assert off["status"]["speculation"] == "off-eager"
+    # As a worker on the no-speculation queue decodes: with DeepSeek-OCR's n-gram blocker.
+    assert off["status"]["ngram_blocker"] is True
     for page in off["pages"]:
         # The checkpoint was built to say exactly this; vLLM keeps the EOS id at the end.
         assert page["token_ids"] == expected, page
@@ -200,10 +204,18 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
             # The draft reads the page as the decoder did, not the <image> token's embedding.
             assert "FastMTP draft reads the page's features" in run["log"], preset
             assert "does not support external multimodal embeddings" not in run["log"]
-            # The draft is a copy of the decoder's own prediction: vLLM must accept its drafts.
-            assert counters["acceptance_rate"] > 0, (preset, counters)
-            assert counters["mean_acceptance_length"] > 1
+            # The draft is right only when vLLM hands it the target's hidden state, its own
+            # post-norm state and the page's features (tiny_draft): every draft accepted.
+            assert counters["acceptance_rate"] == 1.0, (preset, counters)
         figures[preset] = spec_figures(run)
+    # The same decoding with the head mis-wired (eh_proj's halves swapped): the same tokens,
+    # and its drafts nearly all refused, so 1.0 above is the draft's doing, not the plumbing's.
+    swapped = tiny_checkpoint.write(tmp_path / "swapped", draft=tiny_draft.MISWIRED)
+    run = decode(swapped, "k3-eager", tmp_path)
+    for page in run["pages"]:
+        assert page["token_ids"] == by_page[page["page"]]["token_ids"], ("swapped", page)
+    assert run["spec_decode"]["acceptance_rate"] < 0.1, run["spec_decode"]
+    figures["k3-eager-swapped-draft"] = spec_figures(run)
     figures["off-eager"] = {"wall_seconds": off["wall_seconds"]}
     figures["speculation_tier_wall_seconds"] = round(time.monotonic() - started, 1)
     record("speculation", figures)

@@ -172,6 +172,22 @@ class VllmConfig:
             ),
         )
 
+    def blocks_ngrams(self, speculation: Speculation) -> bool:
+        """Whether pages decoded under ``speculation`` carry DeepSeek-OCR's n-gram blocker:
+        every preset without speculation does (``off``, ``off-eager``, and so every worker on
+        the no-speculation queue, which ``settle_no_speculation`` holds to those two), unless a
+        benchmark turned it off to decode every preset alike. Under speculation vLLM refuses
+        the logits processor (docs/GPU.md)."""
+        return speculation.method is None and self.ngram_blocker
+
+    def ngram_args(self, whitelist_token_ids: list[int]) -> dict[str, Any]:
+        """The blocker's per-request settings, as DeepSeek-OCR's own scripts set them."""
+        return {
+            "ngram_size": NGRAM_SIZE,
+            "window_size": NGRAM_WINDOW,
+            "whitelist_token_ids": list(whitelist_token_ids),
+        }
+
     @property
     def output_cap(self) -> int:
         return self.max_tokens or DEFAULT_MAX_TOKENS

@@ -48,9 +48,7 @@ from model.engines.base import (
 )
 from model.engines.vllm import checkpoint, metrics
 from model.engines.vllm.config import (
-    NGRAM_SIZE,
     NGRAM_WHITELIST_TOKENS,
-    NGRAM_WINDOW,
     VLLM_MAX_TILES,
     Speculation,
     VllmConfig,
@@ -274,10 +272,9 @@ class VllmEngine:
         return bool(self.status.get("loaded")) and self.status.get("speculation_method") is None
 
     def _blocker(self, speculation: Speculation) -> bool:
-        """Whether the main engine decodes with DeepSeek-OCR's n-gram blocker: every preset
-        without speculation does (a worker on the no-speculation queue among them), unless a
-        benchmark turned it off to compare every preset under the same constraints."""
-        return speculation.method is None and self.config.ngram_blocker
+        """Whether the main engine decodes with DeepSeek-OCR's n-gram blocker
+        (``VllmConfig.blocks_ngrams``)."""
+        return self.config.blocks_ngrams(speculation)
 
     @property
     def _blocked(self) -> bool:
@@ -294,13 +291,7 @@ class VllmEngine:
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
-        extra_args = None
-        if ngram:
-            extra_args = {
-                "ngram_size": NGRAM_SIZE,
-                "window_size": NGRAM_WINDOW,
-                "whitelist_token_ids": self._whitelist,
-            }
+        extra_args = self.config.ngram_args(self._whitelist) if ngram else None
         fixed = self.config.fixed_output_tokens
         length: dict[str, Any] = (
             {"max_tokens": fixed, "min_tokens": fixed, "ignore_eos": True}

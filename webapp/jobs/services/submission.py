@@ -509,7 +509,8 @@ def _engine_served_check(engine: str) -> None:
 
 def _inspected(data: bytes) -> DocumentInfo:
     try:
-        return inspect_document(data)
+        # A workbook past the pages a job may take is refused where its count passes them.
+        return inspect_document(data, max_pages=settings.FOLIO_MAX_PAGES)
     except DocumentError as exc:
         code = getattr(exc, "code", "")
         kind = Refusal.TOO_LARGE if code == "too_large" else Refusal.UNPROCESSABLE
