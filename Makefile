@@ -15,7 +15,14 @@ $(VENV)/.installed: pyproject.toml folio_client/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e . -e ./folio_client
 	touch $@
 
+# The test tools alone: no PyTorch (the fast tier needs none).
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+# PyTorch and transformers, for the FastMTP and transformers-engine tests (slow tier; they
+# skip, saying so, where the extra is missing).
+$(VENV)/.installed-fastmtp: pyproject.toml $(VENV)/.installed-test
 	$(BIN)/pip install --quiet -e '.[test,fastmtp]'
 	touch $@
 
@@ -23,7 +30,7 @@ run: $(VENV)/.installed
 	$(BIN)/python -m webapp.embedded
 
 # Every test but the deployment tier's two longest (below).
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-fastmtp
 	$(BIN)/python -m tests.stack $(addprefix --ignore=,$(DEPLOY_TESTS)) $(PYTEST_ARGS)
 
 # The deployment tier: each image's offline install from its wheelhouse, for every platform

@@ -44,15 +44,15 @@ SUITES = ("real", "real-scans")
 # parser built (the old table signal built one of its own for the tags' balance).
 PARSERS = {
     ("model.plaintext", "markdown_to_text"): "plain text",
-    ("model.quality.tables", "markdown_tables"): "pipe tables",
-    ("model.quality.tables", "_TableParser.__init__"): "HTML parse",
+    ("model.tables", "markdown_tables"): "pipe tables",
+    ("model.tables", "_TableParser.__init__"): "HTML parse",
     ("model.quality.signals", "_TagBalance.__init__"): "HTML parse",
     ("model.quality.checks", "math_spans"): "math spans",
 }
 
 
 # The modules that parse Markdown; a call into one of them from another module is a re-entry.
-PARSE_MODULES = {"model.plaintext", "model.quality.tables", "model.quality.checks"}
+PARSE_MODULES = {"model.plaintext", "model.tables", "model.quality.checks"}
 
 
 def _profile_calls(call: Any) -> tuple[Counter[str], int]:

@@ -12,7 +12,8 @@ from model.engines.base import Engine, EngineError, EngineOptions, PageInput, Pa
 from model.formats import ebooks, libreoffice, renditions, structure
 from model.formats import types as formats
 from model.layout import page_size_points
-from model.layout.schema import PageLayout, whole_page_layout
+from model.layout.schema import PageLayout
+from model.layout.table_blocks import markdown_layout, tables_from_markdown
 from model.quality.signals import quality_report
 from model.steps import StepFailure, page_step, steps_recorded
 from model.textnorm import normalize_markdown
@@ -116,12 +117,15 @@ def finish_page(
     if options.normalize:
         _normalized(result, options.normalize)
     if result.layout is None and result.method == STRUCTURE_METHOD:
-        # A unit of a structured document has no geometry of its own: one block over a
+        # A unit of a structured document has no geometry of its own: its text over a
         # nominal A4 page, so that blocks and chunks still cite it. Where LibreOffice draws
         # the page, the page drawn takes its place (ocr_worker/page_images.py).
-        result.layout = whole_page_layout(result.markdown, NOMINAL_PAGE_POINTS)
+        result.layout = markdown_layout(result.markdown, NOMINAL_PAGE_POINTS)
     elif result.layout is None:
         result.layout = _whole_page(page, result)
+    if result.layout is not None:
+        # Blocks, chunks, the viewer and the searchable PDF show the Markdown's tables.
+        result.layout = tables_from_markdown(result.layout, result.markdown)
     started = time.perf_counter()
     if result.method == STRUCTURE_METHOD:
         # The document's own text, not a reading of pixels: no OCR signal applies to it.
@@ -179,13 +183,14 @@ def _normalized(result: PageResult, steps: str) -> None:
 
 
 def _whole_page(page: PageInput, result: PageResult) -> PageLayout | None:
-    """One block over the whole page, for an engine that does not say where its text is."""
+    """The text over the whole page (its tables apart), for an engine that does not say where
+    its text is."""
     try:
         size = page_size_points(page.data, page.mime_type, page.page_number)
     except Exception:  # the engine read the page; its size is not worth failing it over
         logger.exception("page %s: no page size for its layout", page.page_number)
         return None
-    return whole_page_layout(result.markdown, size)
+    return markdown_layout(result.markdown, size)
 
 
 def engine_counts_approximately(result: PageResult) -> bool:

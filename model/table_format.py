@@ -8,54 +8,12 @@ a pipe table (a line break inside a cell stays a ``<br>``, which pipe tables all
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 
 from model.steps import page_step, unchanged
 from model.table_rows import join_continuation_rows
+from model.tables import parse_html_tables
 
 _TABLE = re.compile(r"<table\b.*?</table>", re.DOTALL | re.IGNORECASE)
-
-
-class _Grid(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[str]] = []
-        self.header_rows = 0
-        self.merged = False
-        self.nested = 0
-        self._cell: list[str] | None = None
-        self._row_is_header = True
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.nested += 1
-        elif tag == "tr":
-            self.rows.append([])
-            self._row_is_header = True
-        elif tag in ("td", "th"):
-            spans = {k: v for k, v in attrs if k in ("rowspan", "colspan")}
-            if any((v or "1").strip() not in ("", "1") for v in spans.values()):
-                self.merged = True
-            self._row_is_header &= tag == "th"
-            self._cell = []
-        elif tag == "br" and self._cell is not None:
-            self._cell.append("<br>")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None and self.rows:
-            self.rows[-1].append(" ".join("".join(self._cell).split()))
-            self._cell = None
-        elif (
-            tag == "tr"
-            and self.rows
-            and self._row_is_header
-            and len(self.rows) == (self.header_rows + 1)
-        ):
-            self.header_rows += 1
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
 
 
 @page_step("table format", fallback=unchanged)
@@ -68,16 +26,21 @@ def html_tables(markdown: str) -> str:
 
 def pipe_table(table_html: str) -> str | None:
     """The table as a pipe table, or None if it merges cells (or nests tables, or is not a
-    grid a pipe table can hold)."""
-    grid = _Grid()
-    grid.feed(table_html)
-    grid.close()
-    rows = [row for row in grid.rows if row]
-    if grid.merged or grid.nested != 1 or not rows or grid.header_rows > 1:
+    grid a pipe table can hold): read by the table model every output shares
+    (``model.tables``), a line break inside a cell kept as ``<br>``."""
+    tables = parse_html_tables(table_html)[0]
+    if len(tables) != 1:  # none, or a table nested in another
         return None
-    width = max(len(row) for row in rows)
-    if any(len(row) != width for row in rows):
+    table = tables[0]
+    if table.merged or table.ragged or table.header_rows > 1:
         return None
+    written: dict[int, list[str]] = {}
+    for cell in table.cells:
+        written.setdefault(cell.row, []).append("<br>".join(cell.lines))
+    rows = [written[r] for r in sorted(written)]
+    if not rows or len({len(row) for row in rows}) != 1:
+        return None
+    width = len(rows[0])
 
     def line(cells: list[str]) -> str:
         return "|" + "|".join(c.replace("|", "\\|") for c in cells) + "|"

@@ -23,6 +23,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from PIL import Image, ImageDraw
 
+from tests import FASTMTP_EXTRA
 from tests.conftest import wait_for_job
 from tests.workers import WorkerProcess, purge_queues
 from webapp.core.queues import engine_queue
@@ -32,8 +33,8 @@ from webapp.results.models import CachedPage
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
+pytest.importorskip("torch", reason=FASTMTP_EXTRA)
+pytest.importorskip("transformers", reason=FASTMTP_EXTRA)
 
 from tests.vllm import tiny_checkpoint  # noqa: E402
 

@@ -15,6 +15,7 @@ from model.config import ConfigError
 from model.engines.local_config import LocalConfig
 from model.engines.openai_config import OpenAIConfig
 from model.engines.registry import ENGINES, UnknownEngine, engine_spec
+from tests import FASTMTP_EXTRA
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +72,7 @@ SPEC_CASES = [
 @pytest.mark.parametrize("name", SPEC_CASES)
 def test_each_spec_says_what_its_engine_class_says(name):
     if name == "transformers":
-        pytest.importorskip("torch")
+        pytest.importorskip("torch", reason=FASTMTP_EXTRA)
     spec = ENGINES[name]
     engine = spec.engine_class()
     assert (engine.name, engine.version) == (spec.name, spec.version)

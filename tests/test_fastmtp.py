@@ -13,10 +13,12 @@ import sys
 
 import pytest
 
+from tests import FASTMTP_EXTRA
+
 # PyTorch models built and decoded on the CPU: tens of seconds, so not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason=FASTMTP_EXTRA)
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
@@ -268,7 +270,7 @@ SHARED = {
 
 
 def _save(path, tensors: dict) -> None:
-    safetensors = pytest.importorskip("safetensors.torch")
+    safetensors = pytest.importorskip("safetensors.torch", reason=FASTMTP_EXTRA)
     path.mkdir(parents=True, exist_ok=True)
     safetensors.save_file(tensors, str(path / "model-00001-of-00001.safetensors"))
 
@@ -358,7 +360,7 @@ def test_the_loader_refuses_tensors_it_cannot_place_and_gaps_it_cannot_fill(tmp_
     lengths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
 )
 def test_it_is_lossless_over_a_transformers_llama_too(seed, k, lengths):
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason=FASTMTP_EXTRA)
     torch.manual_seed(seed)
     config = transformers.LlamaConfig(
         vocab_size=6,

@@ -3,9 +3,9 @@ out when asked. Pure: ``pytest -p no:django``."""
 
 from __future__ import annotations
 
-from model.quality.tables import all_tables
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import TextBox
+from model.tables import all_tables
 
 
 def _row(y: float, *cells: tuple[float, str]) -> list[TextBox]:

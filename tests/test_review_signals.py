@@ -15,7 +15,7 @@ from model.quality import content_signals, form_signals, signals
 from model.quality.page_lines import Line, columns, pdf_lines, reading_order
 from model.quality.parsed import parse_page
 from model.quality.review import Signal, needs_review, review_score, verdict
-from model.quality.tables import markdown_tables
+from model.tables import markdown_tables
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 FORMULA_PDF = CORPUS / "docling-testdata" / "pdf" / "sources" / "code_and_formula.pdf"

@@ -14,10 +14,10 @@ import pytest
 from model.engines.base import EngineOptions, PageInput
 from model.quality.checks import TableTest
 from model.quality.realpages import CORPUS, degrade, scan_page
-from model.quality.tables import all_tables
 from model.ruled_grid import RuledPage
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import TextBox
+from model.tables import all_tables
 
 # A four-column table: x borders at 100, 300, 500, 700, 900; rows 40 px tall from y = 100.
 BORDERS = [100, 300, 500, 700, 900]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from model.quality.tables import all_tables
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import TextBox, skew_of
+from model.tables import all_tables
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 

@@ -19,12 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import FASTMTP_EXTRA
+
 # PyTorch models built and decoded on the CPU: tens of seconds, so not in `make test-fast`.
 pytestmark = pytest.mark.slow
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-safetensors_torch = pytest.importorskip("safetensors.torch")
+torch = pytest.importorskip("torch", reason=FASTMTP_EXTRA)
+transformers = pytest.importorskip("transformers", reason=FASTMTP_EXTRA)
+safetensors_torch = pytest.importorskip("safetensors.torch", reason=FASTMTP_EXTRA)
 
 from torch import Tensor, nn  # noqa: E402
 

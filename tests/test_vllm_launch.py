@@ -16,8 +16,14 @@ from model.engines.vllm import memory
 from model.engines.vllm.config import PRESETS, VllmConfig, max_image_placeholders
 from model.engines.vllm.launch import plan_launch
 from ocr_worker.preflight import main as preflight_main
-from tests.vllm import tiny_checkpoint
+from tests import FASTMTP_EXTRA
 from tests.workers import REPOSITORY
+
+# The tiny checkpoint's weights are made and written with PyTorch and safetensors.
+pytest.importorskip("torch", reason=FASTMTP_EXTRA)
+pytest.importorskip("safetensors.torch", reason=FASTMTP_EXTRA)
+
+from tests.vllm import tiny_checkpoint  # noqa: E402
 
 GPU_40 = memory.Device("cuda", "a 40 GiB GPU", 40 * memory.GIB)
 

@@ -363,11 +363,40 @@ def _docling_document(data: bytes, fmt: types.Format) -> Any:
             ) from exc
 
 
+# docling's data model imports Hugging Face ``transformers`` (and with it PyTorch) wherever
+# it is installed, for options of its VLM pipelines, which the format backends never use; it
+# falls back to a placeholder where the import fails. Measured on 2 cores with the fastmtp
+# extra installed: the first Word file took 14.2 s, 0.04 s the second; the import of
+# ``docling.datamodel.pipeline_options_vlm_model`` was 14.7 s of it, 7.4 s of that PyTorch.
+_DOCLING_IMPORT = threading.Lock()
+_HIDDEN_WHILE_DOCLING_IMPORTS = ("transformers", "torch")
+
+
+def _import_docling() -> None:
+    """docling's data model imported with ``transformers`` hidden, unless a process that
+    uses it (the transformers engine's worker) has imported it already."""
+    import sys
+
+    with _DOCLING_IMPORT:
+        if "docling.datamodel.base_models" in sys.modules:
+            return
+        hidden = [name for name in _HIDDEN_WHILE_DOCLING_IMPORTS if name not in sys.modules]
+        for name in hidden:
+            sys.modules[name] = None  # type: ignore[assignment]  # import raises ImportError
+        try:
+            import docling.datamodel.base_models  # noqa: F401
+        finally:
+            for name in hidden:
+                if sys.modules.get(name, "") is None:
+                    del sys.modules[name]
+
+
 def _backend(fmt: types.Format) -> tuple[Any, Any]:
     """docling's backend for a format, imported on first use (it is not light). Each backend's
     default options fetch nothing a document points to, remote or local
     (``enable_remote_fetch`` and ``enable_local_fetch`` are off; tests/test_formats.py holds
     them to it)."""
+    _import_docling()
     from docling.datamodel.base_models import InputFormat
 
     if fmt in (types.DOCX, types.DOCM):

@@ -22,7 +22,6 @@ requests.
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from model.documents import MUPDF_LOCK, PDF, open_image, open_pdf
 from model.formats import ebooks
 from model.formats.types import format_of
 from model.layout.schema import Block, PageLayout, Word, image_dpi
+from model.layout.table_blocks import searchable_lines
 
 # The building child's address space: the document, its pages' images as MuPDF holds them,
 # and the output; a hostile document cannot take the host's memory.
@@ -180,23 +180,15 @@ class _TextLayer:
 
 
 def _block_words(blocks: Iterable[Block]) -> Iterable[Word]:
-    """Blocks without word boxes: each block's lines spread evenly down its box."""
+    """Blocks without word boxes: each block's lines spread evenly down its box, a table's
+    rows one line each (``searchable_lines``: its cells as every output reads them)."""
     for block in blocks:
         if block.type in _NO_TEXT:
             continue
-        lines = [line.strip() for line in _plain(block.markdown).splitlines() if line.strip()]
+        lines = searchable_lines(block.markdown)
         if not lines:
             continue
         x0, y0, x1, y1 = block.bbox
         step = (y1 - y0) / len(lines)
         for i, line in enumerate(lines):
             yield Word(line, (x0, y0 + i * step, x1, y0 + (i + 1) * step))
-
-
-def _plain(markdown: str) -> str:
-    """Markdown as the words a reader would search for (markup dropped)."""
-    text = re.sub(r"^#{1,6}\s+", "", markdown, flags=re.MULTILINE)
-    text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", text, flags=re.MULTILINE)
-    text = re.sub(r"[*_`|]+", " ", text)
-    text = re.sub(r"^\s*-{3,}\s*$", "", text, flags=re.MULTILINE)
-    return text

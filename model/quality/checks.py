@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 
 from rapidfuzz import fuzz
 
-from model.quality.tables import Table, all_tables, html_tables
 from model.repetition import periodic_tail
+from model.tables import Table, all_tables, html_tables
 
 TEST_TYPES = ("present", "absent", "order", "table", "math", "baseline")
 

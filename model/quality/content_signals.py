@@ -23,7 +23,7 @@ from model.quality.page_lines import Line, order_agreement, reading_order, right
 from model.quality.parsed import ParsedPage
 from model.quality.plausibility import MIN_KNOWN_SHARE, lost_apostrophes, plausibility
 from model.quality.review import Signal, severity_below
-from model.quality.tables import Table
+from model.tables import Table
 
 # --- plausibility ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from model.quality.tables import Table
+from model.tables import Table
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from model.plaintext import markdown_to_text
 from model.quality.checks import math_spans
-from model.quality.tables import Table, markdown_tables, parse_html_tables
+from model.tables import Table, markdown_tables, parse_html_tables
 
 _CODE_FENCE = re.compile(r"```.*?```", re.S)
 _MATH = re.compile(r"\$\$.*?\$\$|\\\[.*?\\\]|\$[^$\n]+\$|\\\(.*?\\\)", re.S)

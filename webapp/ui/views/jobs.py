@@ -88,19 +88,23 @@ def _panel(job: Job, page: Page) -> dict:
     panel["image_available"], panel["image_missing"] = _image_availability(job, page)
     layout = page.layout if page.status == Page.Status.SUCCEEDED else {}
     if layout.get("blocks"):
-        # The text drawn block by block, each tied to its box on the page image (the viewer
-        # highlights one from the other).
         panel["width"], panel["height"] = layout["width"], layout["height"]
-        panel["blocks"] = [
-            {
-                "id": job_outputs.block_id(page.number, index),
-                "type": block["type"],
-                "bbox": ",".join(f"{value:g}" for value in block["bbox"]),
-                "html": mark_safe(markdown_html(block["markdown"])),  # noqa: S308 (nh3)
-            }
-            for index, block in enumerate(layout["blocks"])
-        ]
+        panel["blocks"] = panel_blocks(page.number, layout)
     return panel
+
+
+def panel_blocks(number: int, layout: dict) -> list[dict]:
+    """The page's text drawn block by block, each tied to its box on the page image (the
+    viewer highlights one from the other): what the viewer shows of a stored layout."""
+    return [
+        {
+            "id": job_outputs.block_id(number, index),
+            "type": block["type"],
+            "bbox": ",".join(f"{value:g}" for value in block["bbox"]),
+            "html": mark_safe(markdown_html(block["markdown"])),  # noqa: S308 (nh3)
+        }
+        for index, block in enumerate(layout["blocks"])
+    ]
 
 
 def _image_availability(job: Job, page: Page) -> tuple[bool, str]:
