@@ -40,7 +40,7 @@ def test_a_page_with_ink_and_no_text_needs_review_in_the_api_and_the_webhook(api
     job = wait_for_job(api, response.json()["id"])
 
     assert job["status"] == "succeeded"
-    assert job["review"] == {"pages_needing_review": 1, "pages": [2]}
+    assert job["review"] == {"pages_needing_review": 1, "pages": [2], "unread_script_pages": []}
     first, second = job["pages"]
     assert first["needs_review"] is False
     assert first["quality"]["signals"]["empty"]["ok"] is True

@@ -157,7 +157,9 @@ def test_a_file_is_submitted_waited_for_and_read_back_as_markdown_and_as_pages(
     assert job.document.name == "report.pdf"
     done = folio.wait(job.id, timeout=60)
     assert done.succeeded and (done.progress.done, done.progress.total) == (2, 2)
-    assert [page.number for page in done.pages] == [1, 2]
+    # A status poll carries the page summary; the pages come a page list at a time.
+    assert done.pages is None and done.page_summary["succeeded"] == 2
+    assert [page.number for page in folio.iter_pages(job.id)] == [1, 2]
     markdown = folio.result_markdown(job.id)
     assert documents.BORN_DIGITAL_PAGE_MARKERS[1] in markdown
     assert documents.BORN_DIGITAL_PAGE_MARKERS[2] not in markdown
@@ -258,7 +260,10 @@ def test_a_jobs_pages_come_in_its_summary_on_request_and_a_page_at_a_time(
             return [page.number async for page in folio.iter_pages(job.id, status="failed")]
 
     assert status.pages is None and status.page_summary["total"] == 601
-    assert status.page_summary["failed"] == 2 and status.page_summary["queued"] == 599
+    # The module's worker may have taken some of the other pages meanwhile: every page is
+    # counted in one state or another, and the two failed ones as failed.
+    states = {key: count for key, count in status.page_summary.items() if key in Page.Status.values}
+    assert status.page_summary["failed"] == 2 and sum(states.values()) == 601
     assert len(detailed.pages or []) == 601
     assert [page.number for page in listed] == list(range(1, 602))  # two requests of 500
     assert [page.number for page in failed] == [7, 300]
@@ -328,7 +333,7 @@ def test_a_document_at_a_url_is_fetched_by_the_server_and_followed_as_a_job(foli
         job = folio.submit_url(f"{base_url}/report.pdf", pages="2")
 
     done = folio.wait(job.id, timeout=60)
-    assert done.succeeded and [page.number for page in done.pages] == [2]
+    assert done.succeeded and [page.number for page in folio.iter_pages(job.id)] == [2]
     assert documents.BORN_DIGITAL_PAGE_MARKERS[1] in folio.result_markdown(job.id)
 
 
