@@ -31,9 +31,9 @@ def made(data: bytes, fmt: types.Format) -> renditions.Rendition:
     return renditions.rendition(data, fmt, structure.document_units(data, fmt))
 
 
-def size(jpeg: bytes) -> tuple[int, int]:
-    with Image.open(io.BytesIO(jpeg)) as image:
-        assert image.format == "JPEG"
+def size(stored: bytes) -> tuple[int, int]:
+    with Image.open(io.BytesIO(stored)) as image:
+        assert image.format == "WEBP"  # the one stored page image (model/page_images.py)
         return image.size
 
 
