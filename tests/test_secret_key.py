@@ -75,9 +75,10 @@ def test_the_settings_refuse_a_deployment_without_a_key(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "clean"),
     [
-        ({}, True),  # as composed: plain HTTP on loopback
+        ({}, True),  # as composed: behind the compose proxy's TLS, and saying so
         ({"FOLIO_HTTPS": "1", "FOLIO_PUBLIC_URL": "https://ocr.example.org"}, True),
-        ({"FOLIO_PUBLIC_URL": "https://ocr.example.org"}, False),  # TLS, but not said so
+        # TLS in front, but not said so (compose says so: FOLIO_HTTPS is taken back here)
+        ({"FOLIO_HTTPS": "0", "FOLIO_PUBLIC_URL": "https://ocr.example.org"}, False),
     ],
     ids=["compose", "behind TLS", "TLS not declared"],
 )
