@@ -186,7 +186,9 @@ def test_a_multi_page_job_cancelled_while_workers_run_ends_cancelled_with_its_pa
 
     response = api.post(f"/v1/jobs/{job_id}/cancel")
     job = wait_for_job(api, job_id)
-    for _ in range(600):  # running pages may still land after the cancel
+    # Running pages may still land after the cancel: a page's OCR on a loaded host can take
+    # a minute or more, so the wait is long (it ends as soon as none is running).
+    for _ in range(3000):
         job = api.get(f"/v1/jobs/{job_id}").json()
         if not job["page_summary"]["running"]:
             break
