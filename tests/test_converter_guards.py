@@ -294,3 +294,21 @@ def test_a_parts_elements_are_let_go_as_the_scan_passes_them():
 
     assert seen > 5_000
     assert standing < 50  # the root and the last element's ancestors, nothing passed
+
+
+def test_a_text_part_of_more_elements_than_the_scan_reads_is_refused_naming_the_limit(
+    monkeypatch,
+):
+    """A part of millions of empty elements (no cells to count: an ODT) is refused once the
+    link scan has read its limit of them, instead of walked to its end."""
+    monkeypatch.setattr(guards, "MAX_PART_ELEMENTS", 2_000)
+    data = office.corpus("odf/sources/text_document_01.odt")
+    content = office.part(data, "content.xml").replace(
+        b"</office:text>", b"<text:p/>" * 3_000 + b"</office:text>", 1
+    )
+
+    with pytest.raises(DocumentTooLarge, match="more than 2,000 XML elements"):
+        inspect_document(office.rezip(data, replace={"content.xml": content}))
+    # The same document within the limit is taken.
+    monkeypatch.setattr(guards, "MAX_PART_ELEMENTS", 10_000)
+    assert inspect_document(office.rezip(data, replace={"content.xml": content}))

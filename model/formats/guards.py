@@ -52,6 +52,11 @@ MAX_SHEET_CELLS = 1_000_000
 # inspecting a sheet within the limits reads at most this many, and one past them no more.
 ELEMENTS_PER_CELL = 5
 EXCEL_MAX_ROWS, EXCEL_MAX_COLUMNS = 1_048_576, 16_384
+# What the link scan reads of any one XML part, in elements: as many as a sheet within the
+# limits may hold. A real text or slide part holds far fewer (a hundred or so a page); a part
+# of millions of empty elements is refused here instead of walked to its end (the scan
+# streams at about 1.5 M elements a second on one core, so this bounds it to a few seconds).
+MAX_PART_ELEMENTS = ELEMENTS_PER_CELL * MAX_SHEET_CELLS
 _SCAN_CHUNK = 1024 * 1024
 
 _XML_SUFFIXES = (
@@ -391,7 +396,14 @@ def _elements(
             huge_tree=False,
         )
         try:
-            for _, element in events:
+            for count, (_, element) in enumerate(events, start=1):
+                if count > MAX_PART_ELEMENTS:
+                    raise ContainerRefused(
+                        f"the {fmt.name} file's part {info.filename!r} holds more than "
+                        f"{MAX_PART_ELEMENTS:,} XML elements; we read at most that many of a "
+                        "part (split the document, or remove the empty formatting it repeats)",
+                        code="too_large",
+                    )
                 yield element
                 parent = element.getparent()
                 if parent is not None:
