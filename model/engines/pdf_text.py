@@ -124,6 +124,10 @@ def pymupdf4llm_markdown(
     pymupdf.layout.activate()
     import pymupdf4llm
 
+    from model.engines import table_pass
+
+    table_pass.install()  # no table search on pages that cannot hold a table
+
     kwargs: dict[str, Any] = {
         "pages": [0],
         # This path is for pages with a text layer; scans never reach it, and pymupdf4llm's
