@@ -11,6 +11,7 @@ import pymupdf
 from PIL import Image
 
 from model.engines.base import EngineOptions
+from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout
@@ -124,10 +125,6 @@ def pymupdf4llm_markdown(
     pymupdf.layout.activate()
     import pymupdf4llm
 
-    from model.engines import table_pass
-
-    table_pass.install()  # no table search on pages that cannot hold a table
-
     kwargs: dict[str, Any] = {
         "pages": [0],
         # This path is for pages with a text layer; scans never reach it, and pymupdf4llm's
@@ -150,13 +147,15 @@ def pymupdf4llm_markdown(
         halves = _spread_markdown(doc, kwargs)
         if halves is not None:
             return halves
-    chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+    with cheaper_tables():
+        chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
     markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # The layout model calls a page's only line a running head now and then (seen on a
         # one-line page); an empty page is worse than a page number, so keep them after all.
         kwargs.update(header=True, footer=True)
-        chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+        with cheaper_tables():
+            chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
         markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
@@ -201,7 +200,8 @@ def _spread_markdown(
         for x in (0.0, half):
             target = pages.new_page(width=half, height=height)
             target.show_pdf_page(target.rect, doc, 0, clip=pymupdf.Rect(x, 0, x + half, height))
-        chunks = pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
+        with cheaper_tables():
+            chunks = pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
     finally:
         pages.close()
     parts = [tidy_markdown(chunk["text"]) for chunk in chunks]
