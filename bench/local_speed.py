@@ -56,7 +56,12 @@ def engine_page(engine: LocalEngine, data: bytes, page: int) -> float:
     started = time.perf_counter()
     result = engine.transcribe(PageInput(data=data, mime_type=PDF, page_number=page), OPTIONS)
     assert result.method == "text-layer", result.method
+    # The review signal's own clock: the layer's lines drawn and read by the recognizer.
+    AGREEMENT_SECONDS.append((result.extra.get("agreement") or {}).get("seconds", 0.0))
     return time.perf_counter() - started
+
+
+AGREEMENT_SECONDS: list[float] = []
 
 
 OPTIONS = EngineOptions()
@@ -73,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = LocalEngine()
     bare(*pages[0])
     engine_page(engine, files[pages[0][0]], pages[0][1])
+    AGREEMENT_SECONDS.clear()
     sides = ("pymupdf4llm", "pymupdf4llm html tables", "engine")
     totals = dict.fromkeys(sides, 0.0)
     per_page: dict[tuple[str, int], dict[str, float]] = {p: dict(totals) for p in pages}
@@ -94,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {counted / seconds:.2f} pages/s")
     for name in sides[:2]:
         print(f"engine/{name} speed ratio: {totals[name] / totals['engine']:.3f}")
+    share = sum(AGREEMENT_SECONDS) / totals["engine"]
+    print(f"the agreement signal's share of the engine's time: {100 * share:.1f} %")
     if args.pages:
         for (pdf, page), times in sorted(per_page.items(), key=lambda kv: -kv[1]["engine"]):
             print(f"{pdf} p{page}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))

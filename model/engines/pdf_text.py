@@ -12,6 +12,7 @@ from PIL import Image
 
 from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
+from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
 from model.formulas import page_formulas, place_formulas
 from model.layout import PageLayout
@@ -154,13 +155,16 @@ def pymupdf4llm_markdown(
             return halves
     # The layout model reads some two-column pages by rows; its boxes are put in reading
     # order (``model.layout.reading_order``) before their Markdown is joined.
-    chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
+    with cheaper_tables():
+        chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+    chunk = reorder_chunk(chunk)
     markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # The layout model calls a page's only line a running head now and then (seen on a
         # one-line page); an empty page is worse than a page number, so keep them after all.
         kwargs.update(header=True, footer=True)
-        chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
+        with cheaper_tables():
+            chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
         markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
@@ -205,10 +209,9 @@ def _spread_markdown(
         for x in (0.0, half):
             target = pages.new_page(width=half, height=height)
             target.show_pdf_page(target.rect, doc, 0, clip=pymupdf.Rect(x, 0, x + half, height))
-        chunks = [
-            reorder_chunk(chunk)
-            for chunk in pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
-        ]
+        with cheaper_tables():
+            read = pymupdf4llm.to_markdown(pages, **{**kwargs, "pages": [0, 1]})
+        chunks = [reorder_chunk(chunk) for chunk in read]
     finally:
         pages.close()
     parts = [tidy_markdown(chunk["text"]) for chunk in chunks]
