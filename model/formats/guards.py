@@ -377,56 +377,23 @@ def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _elements(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object = None
+def _parsed(
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    fmt: types.Format,
+    *,
+    event: str,
+    tag: object = None,
 ) -> Iterator[lxml.etree._Element]:
-    """Each element of a part as it starts (its attributes read), streamed: what was read is
-    let go (an element's earlier siblings, which have ended, are dropped as it starts), so a
-    part of millions of elements never stands as a tree. The part's prolog passed
-    ``check_prolog`` first, and the parser resolves no entity and reads nothing from outside."""
+    """Each element (each ``tag`` element) of a part at ``event``, streamed by a parser that
+    resolves no entity, reads no DTD and nothing from outside, once the part's prolog passed
+    ``check_prolog``; a part that is not XML is refused as corrupt. The callers let go of what
+    they have passed."""
     check_prolog(archive, info, fmt)
     with _open(archive, info) as entry:
         events = lxml.etree.iterparse(
             entry,
-            events=("start",),
-            tag=tag,
-            resolve_entities=False,
-            load_dtd=False,
-            no_network=True,
-            huge_tree=False,
-        )
-        try:
-            for count, (_, element) in enumerate(events, start=1):
-                if count > MAX_PART_ELEMENTS:
-                    raise ContainerRefused(
-                        f"the {fmt.name} file's part {info.filename!r} holds more than "
-                        f"{MAX_PART_ELEMENTS:,} XML elements; we read at most that many of a "
-                        "part (split the document, or remove the empty formatting it repeats)",
-                        code="too_large",
-                    )
-                yield element
-                parent = element.getparent()
-                if parent is not None:
-                    while element.getprevious() is not None:
-                        del parent[0]
-        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise ContainerRefused(
-                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
-                code="corrupt",
-            ) from exc
-
-
-def iter_ended(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object
-) -> Iterator[lxml.etree._Element]:
-    """Each ``tag`` element of a part once it has ended (its children read), streamed: each
-    is cleared after use and its earlier siblings dropped, so a part of a million rows holds
-    one in memory. The prolog is checked first, as for ``_elements``."""
-    check_prolog(archive, info, fmt)
-    with _open(archive, info) as entry:
-        events = lxml.etree.iterparse(
-            entry,
-            events=("end",),
+            events=(event,),
             tag=tag,
             resolve_entities=False,
             load_dtd=False,
@@ -436,17 +403,50 @@ def iter_ended(
         try:
             for _, element in events:
                 yield element
-                element.clear(keep_tail=False)
-                while element.getprevious() is not None:
-                    parent = element.getparent()
-                    if parent is None:
-                        break
-                    del parent[0]
         except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
             raise ContainerRefused(
                 f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
                 code="corrupt",
             ) from exc
+
+
+def _elements(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object = None
+) -> Iterator[lxml.etree._Element]:
+    """Each element of a part as it starts (its attributes read), streamed: what was read is
+    let go (an element's earlier siblings, which have ended, are dropped as it starts), so a
+    part of millions of elements never stands as a tree, and a part of more than
+    ``MAX_PART_ELEMENTS`` is refused."""
+    parsed = _parsed(archive, info, fmt, event="start", tag=tag)
+    for count, element in enumerate(parsed, start=1):
+        if count > MAX_PART_ELEMENTS:
+            raise ContainerRefused(
+                f"the {fmt.name} file's part {info.filename!r} holds more than "
+                f"{MAX_PART_ELEMENTS:,} XML elements; we read at most that many of a part "
+                "(split the document, or remove the empty formatting it repeats)",
+                code="too_large",
+            )
+        yield element
+        parent = element.getparent()
+        if parent is not None:
+            while element.getprevious() is not None:
+                del parent[0]
+
+
+def iter_ended(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, fmt: types.Format, tag: object
+) -> Iterator[lxml.etree._Element]:
+    """Each ``tag`` element of a part once it has ended (its children read), streamed: each
+    is cleared after use and its earlier siblings dropped, so a part of a million rows holds
+    one in memory. The prolog is checked first, as for ``_elements``."""
+    for element in _parsed(archive, info, fmt, event="end", tag=tag):
+        yield element
+        element.clear(keep_tail=False)
+        while element.getprevious() is not None:
+            parent = element.getparent()
+            if parent is None:
+                break
+            del parent[0]
 
 
 def iter_rows(
@@ -466,41 +466,25 @@ def iter_rows(
     formats, elements of no namespace) never stands as a tree. Every element comes through
     here, which costs about twice the parse of ``iter_ended``; that is what bounds the
     memory."""
-    check_prolog(archive, info, fmt)
-    with _open(archive, info) as entry:
-        events = lxml.etree.iterparse(
-            entry,
-            events=("end",),
-            resolve_entities=False,
-            load_dtd=False,
-            no_network=True,
-            huge_tree=False,
-        )
-        try:
-            for _, element in events:
-                parent = element.getparent()
-                if element.tag == tag:
-                    yield element
-                elif parent is None:
-                    continue  # the root, at the end
-                elif parent.tag == tag:
-                    if len(parent) > max_children:
-                        raise ContainerRefused(
-                            f"the {fmt.name} file's part {info.filename!r} has a "
-                            f"{_local(tag)} of more than {max_children:,} elements, past "
-                            "what a spreadsheet can hold; the file is damaged or forged",
-                            code="corrupt",
-                        )
-                    continue  # read with its row
-                element.clear(keep_tail=False)
-                if parent is not None:
-                    while element.getprevious() is not None:
-                        del parent[0]
-        except (lxml.etree.XMLSyntaxError, zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise ContainerRefused(
-                f"the {fmt.name} file's part {info.filename!r} is not XML we can read ({exc})",
-                code="corrupt",
-            ) from exc
+    for element in _parsed(archive, info, fmt, event="end"):
+        parent = element.getparent()
+        if element.tag == tag:
+            yield element
+        elif parent is None:
+            continue  # the root, at the end
+        elif parent.tag == tag:
+            if len(parent) > max_children:
+                raise ContainerRefused(
+                    f"the {fmt.name} file's part {info.filename!r} has a "
+                    f"{_local(tag)} of more than {max_children:,} elements, past "
+                    "what a spreadsheet can hold; the file is damaged or forged",
+                    code="corrupt",
+                )
+            continue  # read with its row
+        element.clear(keep_tail=False)
+        if parent is not None:
+            while element.getprevious() is not None:
+                del parent[0]
 
 
 def check_sheet_extent(
