@@ -27,7 +27,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.scan_speed import engine_read, scanned_pages, tesseract_read  # noqa: E402
+from bench.scan_speed import (  # noqa: E402
+    engine_read,
+    scanned_pages,
+    tesseract_images,
+    tesseract_read,
+)
 from model.engines.local import LocalEngine  # noqa: E402
 from model.engines.local_config import LocalConfig  # noqa: E402
 from model.quality.realpages import words_kept  # noqa: E402
@@ -66,16 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     names = list(SETTINGS)
     if args.only:
         names = ["configured", *(n for n in args.only.split(",") if n != "configured")]
+        unknown = [name for name in names if name not in SETTINGS]
+        if unknown:
+            parser.error(f"unknown settings {unknown}: choose from {', '.join(SETTINGS)}")
     with tempfile.TemporaryDirectory() as tmp:
         pages = scanned_pages(args.scans_dir or Path(tmp))[: args.limit]
         engines = {name: SettingEngine(SETTINGS[name]) for name in names}
         for engine in engines.values():
             engine.load()
-        images = []
-        for index, (_, _, png, _) in enumerate(pages):
-            images.append(Path(tmp) / f"{index}.png")
-            images[-1].write_bytes(png)
-        tesseract_read(images[0])  # the first call reads eng.traineddata from disk
+        images = tesseract_images(pages, Path(tmp))
         sides = [*engines, "tesseract"]
         seconds = dict.fromkeys(sides, 0.0)
         accuracy = dict.fromkeys(sides, 0.0)

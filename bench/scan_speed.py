@@ -92,6 +92,17 @@ def tesseract_read(path: Path) -> tuple[float, str]:
     return time.perf_counter() - started, done.stdout
 
 
+def tesseract_images(pages: list, folder: Path) -> list[Path]:
+    """Each page's image as a PNG file for Tesseract's command line, Tesseract warmed on the
+    first (its first call reads eng.traineddata from disk, which no page should be charged)."""
+    images = []
+    for index, (_, _, png, _) in enumerate(pages):
+        images.append(folder / f"{index}.png")
+        images[-1].write_bytes(png)
+    tesseract_read(images[0])
+    return images
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1)
@@ -108,11 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         for engine in engines.values():
             engine.load()
-        images = []
-        for index, (_, _, png, _) in enumerate(pages):
-            images.append(Path(tmp) / f"{index}.png")
-            images[-1].write_bytes(png)
-        tesseract_read(images[0])  # the first call reads eng.traineddata from disk
+        images = tesseract_images(pages, Path(tmp))
         sides = [*engines, "tesseract"]
         seconds = dict.fromkeys(sides, 0.0)
         accuracy = dict.fromkeys(sides, 0.0)
