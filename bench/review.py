@@ -21,8 +21,9 @@ visibly). The suites:
 Only the tested pages are read. ``--record DIR`` keeps each page's reading (and the scans)
 in DIR; ``--replay DIR`` judges those readings again with the current signals without reading
 a page (``model.quality.recorded``): the way to compare signal changes on one reading, in
-seconds. ``--audit`` adds the tests of ``data/real-pages-audit.jsonl``: defects a reader
-sees on pages whose own tests all passed (docs/QUALITY.md says how they were found).
+seconds. ``--audit`` adds the tests of ``data/real-pages-audit.jsonl`` and, for the new pages'
+development part, ``data/new-pages-dev-audit.jsonl``: defects a reader sees on pages whose own
+tests all passed (docs/QUALITY.md says how they were found). The held-aside part has none.
 ``--pages`` lists every page with its verdict, score, reasons and failing tests.
 
 The signals' cost is the mean of the quality report's own timing (``quality.seconds``).
@@ -96,6 +97,7 @@ def run_suite(
     tmp: Path,
     tests: list | None = None,
     new_root: Path | None = None,
+    audit: bool = False,
 ) -> Report:
     if name in NEW_SUITES:
         if new_root is None:
@@ -104,7 +106,9 @@ def run_suite(
             )
         part = name.split("-")[1]
         scans = tmp / "new-scans" if name.endswith("-scans") else None
-        return newpages.evaluate_part(engine, options, new_root, part, scans_dir=scans)
+        return newpages.evaluate_part(
+            engine, options, new_root, part, scans_dir=scans, audit=audit
+        )
     if name == "real":
         return realpages.evaluate_real(engine, options, tests=tests, tested_only=True).report
     if name == "real-scans":
@@ -296,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--option", action="append", default=[], help="key=value engine option")
     parser.add_argument(
-        "--audit", action="store_true", help="add the audit's tests (data/real-pages-audit.jsonl)"
+        "--audit", action="store_true", help="add the audits' tests (data/real-pages-audit.jsonl, data/new-pages-dev-audit.jsonl)"
     )
     parser.add_argument("--pages", action="store_true", help="list every page's verdict")
     parser.add_argument(
@@ -324,7 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         for suite in args.suite or SUITES:
             engine = suite_engine(args, work / suite)
             report = run_suite(
-                suite, engine, parse_options(args.option), work, tests, new_root=args.new_root
+                suite,
+                engine,
+                parse_options(args.option),
+                work,
+                tests,
+                new_root=args.new_root,
+                audit=args.audit,
             )
             review = evaluate_flag(report, args.threshold)
             suite_verdicts = page_verdicts(report, document_of)

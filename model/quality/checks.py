@@ -244,7 +244,7 @@ _MATH_SPANS = (
     re.compile(r"(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", re.DOTALL),
 )
 _LATEX_NOISE = re.compile(
-    r"\\(?:left|right|big|Big|bigg|Bigg|displaystyle|textstyle|mathrm(?=\{)|limits)(?![a-zA-Z])"
+    r"\\(?:left|right|[bB]igg?[lr]?|displaystyle|textstyle|mathrm(?=\{)|limits)(?![a-zA-Z])"
     r"|\\[,;:!> ]|\\q?quad(?![a-zA-Z])|~"
 )
 _LATEX_SYNONYMS = (
@@ -254,6 +254,7 @@ _LATEX_SYNONYMS = (
     (re.compile(r"\\ne(?![a-zA-Z])"), r"\\neq"),
     (re.compile(r"\\to(?![a-zA-Z])"), r"\\rightarrow"),
     (re.compile(r"\\operatorname\{(\w+)\}"), r"\\\1"),
+    (re.compile(r"\\ast(?![a-zA-Z])"), "*"),
 )
 _SINGLE_BRACED = re.compile(r"(?<=[_^])\{(\\?[A-Za-z0-9])\}")
 
@@ -261,7 +262,8 @@ _SINGLE_BRACED = re.compile(r"(?<=[_^])\{(\\?[A-Za-z0-9])\}")
 def canonical_latex(latex: str) -> str:
     """LaTeX with what does not change the rendered formula taken out."""
     text = latex.strip().strip("$").strip()
-    text = re.sub(r"^\\begin\{(?:equation|align|displaymath)\*?\}|\\end\{\w+\*?\}$", "", text)
+    # The display's environments (an equation around a split, say) do not change the formula.
+    text = re.sub(r"\\(?:begin|end)\{(?:equation|align|displaymath|split|gathered|aligned)\*?\}", "", text)
     text = _LATEX_NOISE.sub("", text)
     for pattern, replacement in _LATEX_SYNONYMS:
         text = pattern.sub(replacement, text)
