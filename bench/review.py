@@ -106,9 +106,7 @@ def run_suite(
             )
         part = name.split("-")[1]
         scans = tmp / "new-scans" if name.endswith("-scans") else None
-        return newpages.evaluate_part(
-            engine, options, new_root, part, scans_dir=scans, audit=audit
-        )
+        return newpages.evaluate_part(engine, options, new_root, part, scans_dir=scans, audit=audit)
     if name == "real":
         return realpages.evaluate_real(engine, options, tests=tests, tested_only=True).report
     if name == "real-scans":
@@ -300,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--option", action="append", default=[], help="key=value engine option")
     parser.add_argument(
-        "--audit", action="store_true", help="add the audits' tests (data/real-pages-audit.jsonl, data/new-pages-dev-audit.jsonl)"
+        "--audit",
+        action="store_true",
+        help="add the audits' tests (data/real-pages-audit.jsonl, data/new-pages-dev-audit.jsonl)",
     )
     parser.add_argument("--pages", action="store_true", help="list every page's verdict")
     parser.add_argument(

@@ -256,6 +256,9 @@ _LATEX_SYNONYMS = (
     (re.compile(r"\\operatorname\{(\w+)\}"), r"\\\1"),
     (re.compile(r"\\ast(?![a-zA-Z])"), "*"),
 )
+_DISPLAY_ENVIRONMENT = re.compile(
+    r"\\(?:begin|end)\{(?:equation|align|displaymath|split|gathered|aligned)\*?\}"
+)
 _SINGLE_BRACED = re.compile(r"(?<=[_^])\{(\\?[A-Za-z0-9])\}")
 
 
@@ -263,7 +266,7 @@ def canonical_latex(latex: str) -> str:
     """LaTeX with what does not change the rendered formula taken out."""
     text = latex.strip().strip("$").strip()
     # The display's environments (an equation around a split, say) do not change the formula.
-    text = re.sub(r"\\(?:begin|end)\{(?:equation|align|displaymath|split|gathered|aligned)\*?\}", "", text)
+    text = _DISPLAY_ENVIRONMENT.sub("", text)
     text = _LATEX_NOISE.sub("", text)
     for pattern, replacement in _LATEX_SYNONYMS:
         text = pattern.sub(replacement, text)
