@@ -61,7 +61,7 @@ from model.quality.realpages import CORPUS, SCAN, build_scans, scan_name, scan_t
 DATA = Path(__file__).resolve().parent / "data"
 PARTS = {"dev": DATA / "new-pages-dev.jsonl", "held": DATA / "new-pages-held.jsonl"}
 # Tests added by an audit of the development part (``--audit``), as the real set's were
-# (``realpages.AUDIT_TESTS``): a displayed formula on a page whose tests checked none, written
+# (``realpages.AUDIT_TESTS``): defects a reader sees on pages whose tests all passed, written
 # from the source page. The held-aside part has no audit: nobody reads its pages.
 DEV_AUDIT = DATA / "new-pages-dev-audit.jsonl"
 
