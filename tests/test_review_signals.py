@@ -150,6 +150,51 @@ def test_a_sidebar_beside_the_text_is_a_column_though_the_gutter_is_off_the_midd
     assert bad is not None and not bad.ok, bad
 
 
+def _two_column_ocr_lines(joined_rows: tuple[int, ...] = ()) -> list[Line]:
+    """Two columns of 12 OCR lines each on a page 1000 wide; in the rows named, the OCR joined
+    the left line to the right one beside it, as RapidOCR does on a scan with a narrow gutter."""
+    lines = []
+    for i in range(12):
+        y = 200 + 40 * i
+        left = f"left column line {i} of the text"
+        right = f"right column line {i} of the text"
+        if i in joined_rows:
+            lines.append(Line(100, y, 920, y + 30, f"{left} {right}"))
+        else:
+            lines += [Line(100, y, 480, y + 30, left), Line(540, y, 920, y + 30, right)]
+    return lines
+
+
+def test_ocr_lines_joined_across_the_gutter_fail_order_though_the_output_follows_them():
+    # The output follows the OCR's lines, so the order of their pairs cannot tell: the joined
+    # lines themselves are the trace of two columns read across.
+    joined = _two_column_ocr_lines(joined_rows=(2, 5, 8))
+    output = "\n".join(line.text for line in joined)
+    bad = content_signals.order_signal(parse_page(output), joined, 1000, ocr=True)
+    assert bad is not None and not bad.ok, bad
+    assert "3 line(s) read across the gutter" in bad.detail
+    # The same page read column by column, its OCR lines each on its side: it passes.
+    clean = _two_column_ocr_lines()
+    in_order = "\n".join(line.text for line in reading_order(clean, 1000) or [])
+    good = content_signals.order_signal(parse_page(in_order), clean, 1000, ocr=True)
+    assert good is not None and good.ok, good
+    # A text layer's wide lines are the document's own (not an OCR's joining): not judged so.
+    layer = content_signals.order_signal(parse_page(output), joined, 1000)
+    assert layer is None or "gutter" not in layer.detail
+
+
+def test_a_key_beside_its_value_and_a_full_width_passage_are_not_read_across():
+    lines = _two_column_ocr_lines()
+    # A box of keys and values inside the right column: its rows run over the gutter's middle
+    # but start nowhere near the left column's lines.
+    lines += [Line(450, 700 + 40 * i, 900, 730 + 40 * i, f"key {i} value {i}") for i in range(3)]
+    # A full-width passage under the columns: column lines above it, none below.
+    lines += [Line(100, 860 + 40 * i, 920, 890 + 40 * i, f"closing line {i}") for i in range(3)]
+    output = "\n".join(line.text for line in reading_order(lines, 1000) or lines)
+    signal = content_signals.order_signal(parse_page(output), lines, 1000, ocr=True)
+    assert signal is None or "gutter" not in signal.detail, signal
+
+
 def test_single_column_pages_have_no_order_signal():
     lines = [Line(50, 50 + 14 * i, 550, 62 + 14 * i, f"line {i} of the page") for i in range(30)]
     assert content_signals.order_signal(parse_page("anything"), lines, 600) is None

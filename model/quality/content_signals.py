@@ -19,7 +19,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from model.quality.page_lines import Line, order_agreement, reading_order, right_to_left
+from model.quality.page_lines import (
+    Line,
+    across_gutter,
+    order_agreement,
+    reading_order,
+    right_to_left,
+)
 from model.quality.parsed import ParsedPage
 from model.quality.plausibility import MIN_KNOWN_SHARE, lost_apostrophes, plausibility
 from model.quality.review import Signal, severity_below
@@ -114,12 +120,24 @@ def _formula_shaped_text(paragraph: str) -> bool:
 # --- reading order -----------------------------------------------------------------------------
 
 MIN_ORDER_AGREEMENT = 0.9
+# Lines run across the gutter (``across_gutter``) before the page counts as read across: one
+# can be a heading or an equation set between the columns.
+MIN_ACROSS_GUTTER = 2
 
 
-def order_signal(page: ParsedPage, lines: list[Line], page_width: float | None) -> Signal | None:
-    """On a page in two columns, the output keeps each column's lines together and in order."""
+def order_signal(
+    page: ParsedPage, lines: list[Line], page_width: float | None, *, ocr: bool = False
+) -> Signal | None:
+    """On a page in two columns, the output keeps each column's lines together and in order;
+    and (``ocr``: the lines are the OCR's own) the OCR did not join lines across the gutter."""
     if not lines or not page_width:
         return None
+    joined = across_gutter(lines, page_width) if ocr else []
+    if len(joined) >= MIN_ACROSS_GUTTER:
+        example = joined[0].text.strip()[:40]
+        detail = f"{len(joined)} line(s) read across the gutter of two columns, e.g. {example!r}"
+        severity = min(1.0, 0.6 + 0.1 * (len(joined) - MIN_ACROSS_GUTTER))
+        return Signal("order", False, detail, 0.0, severity=severity)
     expected = reading_order(lines, page_width)
     if expected is None:
         return None

@@ -189,6 +189,43 @@ def _split_at(lines: list[Line], page_width: float, gutter: float) -> list[list[
     return [sorted(left, key=lambda ln: ln.y0), sorted(right, key=lambda ln: ln.y0)]
 
 
+def across_gutter(lines: list[Line], page_width: float) -> list[Line]:
+    """Lines that run across the gutter of a page in two columns, between the lines of both
+    columns: an OCR that joined a left line to the right line beside it ("interdum sit amet
+    pede ac sem"). The order signal's reference is made of the same lines, so it cannot see
+    them; these are what a reading of two columns across the gutter leaves behind. A title,
+    a wide figure or a full-width passage between two blocks of columns has no column lines
+    both just above and just below it on both sides, and is left alone."""
+    narrow = [ln for ln in lines if ln.x1 - ln.x0 <= page_width * 0.6]
+    split = columns(narrow, page_width)
+    if split is None:
+        return []
+    left, right = split
+    gutter = (_median([ln.x1 for ln in left]) + _median([ln.x0 for ln in right])) / 2
+    slack = page_width * 0.02
+    reach = 2 * _line_height(lines)
+
+    def beside(column: list[Line], y: float, above: bool) -> bool:
+        return any(0 < (y - ln.y0 if above else ln.y0 - y) <= reach for ln in column)
+
+    # A joined line starts where the left column's lines start and ends where the right
+    # column's end; a key beside its value in a box by the text starts at neither.
+    starts = _median([ln.x0 for ln in left]) + page_width * 0.1
+    ends = _median([ln.x1 for ln in right]) - page_width * 0.1
+    return [
+        ln
+        for ln in lines
+        if ln.x0 < min(gutter - slack, starts)
+        and ln.x1 > max(gutter + slack, ends)
+        and all(beside(c, ln.y0, above) for c in split for above in (True, False))
+    ]
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
 def _line_height(lines: list[Line]) -> float:
     heights = sorted(ln.y1 - ln.y0 for ln in lines)
     return heights[len(heights) // 2]

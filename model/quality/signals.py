@@ -102,7 +102,7 @@ def named_signals(
         ("formula_text", lambda: content.formula_text_signal(parsed, facts.lines)),
         ("apostrophes", lambda: content.apostrophe_signal(parsed)),
         ("mirrored", lambda: content.mirrored_signal(ocr, report.ocr_width)),
-        ("order", lambda: content.order_signal(parsed, lines, width)),
+        ("order", lambda: content.order_signal(parsed, lines, width, ocr=bool(ocr))),
         ("line_confidence", lambda: content.line_confidence_signal(ocr)),
         ("coverage", lambda: content.coverage_signal(report.unread_stretches)),
         ("extraction", lambda: form.extraction_signal(report.extraction_notes)),
