@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
+from model.quality.checks import canonical_latex
 from model.quality.newpages import OCRMYPDF_FILES, TEXLIVE_FILES, load_part
 from model.quality.realpages import load_real_tests
 
@@ -56,3 +57,21 @@ def test_every_held_aside_page_has_a_baseline_and_another_test():
         by_page.setdefault((test.pdf, test.page), set()).add(test.type)
     assert by_page
     assert all("baseline" in kinds and len(kinds) > 1 for kinds in by_page.values())
+
+
+def test_the_audit_adds_tests_to_development_pages_only_and_never_to_the_held_aside_part():
+    dev = load_part("dev")
+    audited = load_part("dev", audit=True)[len(dev) :]
+    assert audited, "the development part has an audit"
+    assert {(t.pdf, t.page) for t in audited} <= {(t.pdf, t.page) for t in dev}
+    assert not {t.id for t in audited} & {t.id for t in dev}
+    assert [t.id for t in load_part("held", audit=True)] == [t.id for t in load_part("held")]
+
+
+def test_a_formula_typeset_in_a_split_inside_an_equation_is_the_same_formula():
+    # The audit's amsmath test is the document's own LaTeX; an output that keeps the display's
+    # environments and sizing commands, or writes \ast for *, typesets the same formula.
+    reference = canonical_latex(r"H_c = \frac{1}{2n} \Bigl[(n-l)^2 - a * b\Bigr]")
+    output = r"\begin{equation}\begin{split}H_c&=\frac{1}{2n}\\ &\Bigl[(n-l)^2-a\ast b\Bigr]"
+    assert canonical_latex(output + r"\end{split}\end{equation}") == reference
+    assert canonical_latex(r"H_c = \frac{1}{2n} [(n-l)^3 - a * b]") != reference

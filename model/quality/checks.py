@@ -267,11 +267,13 @@ def canonical_latex(latex: str) -> str:
     text = latex.strip().strip("$").strip()
     # The display's environments (an equation around a split, say) do not change the formula.
     text = _DISPLAY_ENVIRONMENT.sub("", text)
+    # Line breaks first: "\\ &" would otherwise lose a thin space "\ " and leave "\&".
+    text = text.replace("\\\\", "")
     text = _LATEX_NOISE.sub("", text)
     for pattern, replacement in _LATEX_SYNONYMS:
         text = pattern.sub(replacement, text)
     text = _SINGLE_BRACED.sub(r"\1", text)
-    text = text.replace("&", "").replace("\\\\", "")
+    text = text.replace("&", "")
     return re.sub(r"\s+", "", text)
 
 
