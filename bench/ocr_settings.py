@@ -44,7 +44,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "det 736 max": {"Det.limit_side_len": 736},
     "det 1280 max": {"Det.limit_side_len": 1280},
     "no classifier": {"Global.use_cls": False},
-    "rec batch 6 (RapidOCR's default)": {"Rec.rec_batch_num": 6},
+    "rec batch 1": {"Rec.rec_batch_num": 1},
     "rec batch 16": {"Rec.rec_batch_num": 16},
     "memory arena on": {f"{ORT}enable_cpu_mem_arena": True},
     "2 threads": {f"{ORT}intra_op_num_threads": 2},

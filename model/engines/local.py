@@ -63,11 +63,11 @@ RAPIDOCR_PARAMS: dict[str, Any] = {
     "Global.use_cls": True,
     "Det.limit_side_len": 960,
     "Det.limit_type": "max",
-    # One line a recognition: RapidOCR batches six by default, each padded to the widest of
-    # its batch, and on one CPU thread the padding is computed too. One at a time read ten
-    # of the set's scans 1.43 times as fast, words read 95.0 % against 95.1 % (Tesseract
-    # 91.1 %; bench/ocr_settings.py, issue 28).
-    "Rec.rec_batch_num": 1,
+    # Recognition keeps RapidOCR's batches of six lines. One line at a time read ten of the
+    # set's scans 1.43 times as fast at the same words read (bench/ocr_settings.py, issue 28),
+    # but a line's reading and confidence change with the batch it is padded in: the real
+    # scans' similarity fell 66.1 -> 63.4, and an Arabic scan's orientation check, which
+    # compares confidences both ways up, turned the page over (tests/test_tesseract_lines.py).
 }
 
 
