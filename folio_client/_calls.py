@@ -154,6 +154,11 @@ def job(job_id: str, *, pages: bool = False) -> Call:
     return Call("GET", f"/v1/jobs/{job_id}", params={"include": "pages"} if pages else None)
 
 
+def comma_separated(values: str | list[str]) -> str:
+    """A filter of one value or several, as the API reads it."""
+    return values if isinstance(values, str) else ",".join(values)
+
+
 def pages(
     job_id: str,
     *,
@@ -165,7 +170,7 @@ def pages(
 ) -> Call:
     params: dict[str, Any] = {"page": page, "page_size": page_size}
     if status:
-        params["status"] = status if isinstance(status, str) else ",".join(status)
+        params["status"] = comma_separated(status)
     if needs_review is not None:
         params["needs_review"] = "true" if needs_review else "false"
     if sort:
@@ -219,7 +224,7 @@ def jobs(
 ) -> Call:
     params: dict[str, Any] = {"page": page, "page_size": page_size}
     if status:
-        params["status"] = status if isinstance(status, str) else ",".join(status)
+        params["status"] = comma_separated(status)
     for name, value in (("created_after", created_after), ("created_before", created_before)):
         if value:
             params[name] = value.isoformat() if isinstance(value, datetime) else value

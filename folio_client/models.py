@@ -253,6 +253,17 @@ class JobResult:
         )
 
 
+def _listing(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields every list of the API answers with, beside its results."""
+    return {
+        "count": int(data.get("count") or 0),
+        "page": int(data.get("page") or 1),
+        "page_size": int(data.get("page_size") or 0),
+        "next": data.get("next"),
+        "previous": data.get("previous"),
+    }
+
+
 @dataclass(frozen=True)
 class JobList:
     """One page of ``GET /v1/jobs``."""
@@ -267,12 +278,7 @@ class JobList:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> JobList:
         return cls(
-            count=int(data.get("count") or 0),
-            page=int(data.get("page") or 1),
-            page_size=int(data.get("page_size") or 0),
-            next=data.get("next"),
-            previous=data.get("previous"),
-            results=[Job.from_json(job) for job in data.get("results") or []],
+            **_listing(data), results=[Job.from_json(job) for job in data.get("results") or []]
         )
 
 
@@ -290,11 +296,7 @@ class PageList:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PageList:
         return cls(
-            count=int(data.get("count") or 0),
-            page=int(data.get("page") or 1),
-            page_size=int(data.get("page_size") or 0),
-            next=data.get("next"),
-            previous=data.get("previous"),
+            **_listing(data),
             results=[PageStatus.from_json(page) for page in data.get("results") or []],
         )
 

@@ -60,6 +60,25 @@ def _owned_job(request, job_id):
     return job
 
 
+def paged_response(request, rows, params: dict, serialize) -> Response:
+    """One page of ``rows`` (``params``' ``page`` and ``page_size``) in the shape every list of
+    the API answers with: the count, the page, links to its neighbours and the results as
+    ``serialize`` writes them."""
+    number, size = params["page"], params["page_size"]
+    count = rows.count()
+    window = rows[(number - 1) * size : number * size]
+    return Response(
+        {
+            "count": count,
+            "page": number,
+            "page_size": size,
+            "next": page_link(request, number + 1) if number * size < count else None,
+            "previous": page_link(request, number - 1) if number > 1 else None,
+            "results": serialize(window),
+        }
+    )
+
+
 def page_link(request, number: int) -> str:
     """This request's URL with its ``page`` parameter set to ``number``."""
     query_params = request.query_params.copy()
@@ -85,18 +104,11 @@ class JobListCreateView(APIView):
             created_after=params.get("created_after"),
             created_before=params.get("created_before"),
         )
-        page, size = params["page"], params["page_size"]
-        count = jobs.count()
-        window = jobs[(page - 1) * size : page * size]
-        return Response(
-            {
-                "count": count,
-                "page": page,
-                "page_size": size,
-                "next": page_link(request, page + 1) if page * size < count else None,
-                "previous": page_link(request, page - 1) if page > 1 else None,
-                "results": JobSerializer(window, many=True, context={"request": request}).data,
-            }
+        return paged_response(
+            request,
+            jobs,
+            params,
+            lambda window: JobSerializer(window, many=True, context={"request": request}).data,
         )
 
     @extend_schema(request=JobCreateSerializer, responses={202: JobSerializer})
@@ -165,18 +177,8 @@ class JobPagesView(APIView):
             finished_after=params.get("finished_after"),
             sort=params["sort"],
         )
-        number, size = params["page"], params["page_size"]
-        count = pages.count()
-        window = pages[(number - 1) * size : number * size]
-        return Response(
-            {
-                "count": count,
-                "page": number,
-                "page_size": size,
-                "next": page_link(request, number + 1) if number * size < count else None,
-                "previous": page_link(request, number - 1) if number > 1 else None,
-                "results": PageSerializer(window, many=True).data,
-            }
+        return paged_response(
+            request, pages, params, lambda window: PageSerializer(window, many=True).data
         )
 
 

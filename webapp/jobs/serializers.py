@@ -17,6 +17,18 @@ from webapp.jobs.selectors import (
 )
 
 
+def statuses_listed(value: str, known: list[str], noun: str) -> list[str]:
+    """A comma-separated ``status`` filter as a list, refusing what is not one of ``known``
+    with the ones it may be."""
+    statuses = [item.strip() for item in value.split(",") if item.strip()]
+    unknown = [item for item in statuses if item not in known]
+    if unknown:
+        raise serializers.ValidationError(
+            f"unknown {noun} {', '.join(unknown)}; use any of: {', '.join(known)}"
+        )
+    return statuses
+
+
 class JobCreateSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="PDF, PNG, JPEG, TIFF (multi-page too) or WebP")
     pages = serializers.CharField(
@@ -93,13 +105,7 @@ class JobListQuerySerializer(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
 
     def validate_status(self, value: str) -> list[str]:
-        statuses = [item.strip() for item in value.split(",") if item.strip()]
-        unknown = [item for item in statuses if item not in Job.Status.values]
-        if unknown:
-            raise serializers.ValidationError(
-                f"unknown status {', '.join(unknown)}; use any of: {', '.join(Job.Status.values)}"
-            )
-        return statuses
+        return statuses_listed(value, Job.Status.values, "status")
 
     def validate(self, attrs: dict) -> dict:
         after, before = attrs.get("created_after"), attrs.get("created_before")
@@ -195,14 +201,7 @@ class JobPagesQuerySerializer(PageFilterSerializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500, default=100)
 
     def validate_status(self, value: str) -> list[str]:
-        statuses = [item.strip() for item in value.split(",") if item.strip()]
-        unknown = [item for item in statuses if item not in Page.Status.values]
-        if unknown:
-            raise serializers.ValidationError(
-                f"unknown page status {', '.join(unknown)}; use any of: "
-                f"{', '.join(Page.Status.values)}"
-            )
-        return statuses
+        return statuses_listed(value, Page.Status.values, "page status")
 
 
 class PageSummarySerializer(serializers.Serializer):
