@@ -112,6 +112,9 @@ def api(make_user) -> APIClient:
     return client
 
 
+_SHARED_WORKERS: list = []  # the module worker, while one runs: tests beside it must leave it idle
+
+
 @pytest.fixture(scope="module")
 def worker(django_db_setup):
     """Two real worker processes consuming the local engine's queue, for one test module
@@ -120,18 +123,24 @@ def worker(django_db_setup):
 
     purge_queues("ocr.local", "folio")
     with WorkerProcess(concurrency=2) as process:
-        yield process
+        _SHARED_WORKERS.append(process)
+        try:
+            yield process
+        finally:
+            _SHARED_WORKERS.remove(process)
 
 
 @pytest.fixture(autouse=True)
 def _module_worker_idle_before_flush(request):
-    """A test that shares the module's worker ends with that worker idle: its unfinished jobs
-    cancelled, their messages purged, and the pages in hand done. Otherwise the worker's
-    queries race the flush of this test's rows, and on a busy host the two deadlock."""
+    """A transactional test in a module whose worker is running ends with that worker idle:
+    its unfinished jobs cancelled, their messages purged, and the pages in hand done. Otherwise
+    the worker's queries race the flush of this test's rows, and on a busy host the two
+    deadlock. This holds for a test that never asked for the worker too: the worker an earlier
+    test started still takes the jobs this one queues."""
     transactional = any(
         mark.kwargs.get("transaction") for mark in request.node.iter_markers("django_db")
     )
-    if "worker" not in request.fixturenames or not transactional:
+    if not transactional or ("worker" not in request.fixturenames and not _SHARED_WORKERS):
         yield
         return
     request.getfixturevalue("transactional_db")  # set up first, so flushed after this teardown
