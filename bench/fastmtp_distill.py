@@ -80,9 +80,9 @@ from model.fastmtp import (  # noqa: E402
     greedy_decode,
     speculative_decode,
 )
-from model.fastmtp.layers import attention_mask  # noqa: E402
 from model.fastmtp.lossless import compare  # noqa: E402
 from model.fastmtp.tiny import TinyCausalLM  # noqa: E402
+from model.fastmtp.training import recursive_draft_loss  # noqa: E402
 
 logger = logging.getLogger("fastmtp_distill")
 
@@ -90,7 +90,6 @@ PAD, BOS, EOS = 0, 1, 2
 CHARS = [chr(c) for c in range(32, 127)] + ["\n"]
 VOCAB = 3 + len(CHARS)
 STOI = {c: i + 3 for i, c in enumerate(CHARS)}
-LOSS_DECAY = 0.6
 
 
 @dataclass(frozen=True)
@@ -210,58 +209,6 @@ def distill_set(verifier: CausalLMAdapter, cfg: Config) -> list[list[int]]:
         outs = greedy_decode(verifier, chunk, max_new_tokens=cfg.distill_tokens, eos_token_id=EOS)
         seqs += [p + o for p, o in zip(chunk, outs, strict=True)]
     return seqs
-
-
-def recursive_draft_loss(
-    block: MTPDraftBlock, hidden: Tensor, tokens: Tensor, valid: Tensor, k: int
-) -> Tensor:
-    """FastMTP loss: one block applied k times, step j weighted 0.6**(j-1).
-
-    Step 1 reads (h_p, t_{p+1}) at position p and predicts t_{p+2}. Step j reads
-    (norm(g_p^{j-1}), t_{p+j}) at position p+j-1 (teacher-forced tokens: they are the verifier's own
-    greedy outputs) and predicts t_{p+j+1}. Its attention sees step-1 entries p' <= p and the
-    step-2..j-1 entries of the same p, which is what the draft cache holds at inference.
-    """
-    b, t = tokens.shape
-    dev = tokens.device
-    n1 = t - 1
-    pos1 = torch.arange(n1, device=dev).expand(b, n1)
-    g, (k1, v1) = block.step(
-        hidden[:, :n1], tokens[:, 1:], pos1, attention_mask(valid[:, 1:], n1), None
-    )
-    keys, values = [k1], [v1]
-    losses, weights = [], []
-    for j in range(1, k + 1):
-        if j > 1:
-            n = t - j
-            g_prev = block.recycle(g[:, :n])  # vLLM's convention: the post-norm state
-            p = torch.arange(n, device=dev)
-            first = torch.arange(n1, device=dev)[None, :] <= p[:, None]
-            blocks = [first[None] & valid[:, None, 1:]]
-            for kk in keys[1:]:  # earlier recursive steps: the same round only
-                blocks.append(
-                    (torch.arange(kk.shape[2], device=dev)[None] == p[:, None])[None].expand(
-                        b, n, -1
-                    )
-                )
-            blocks.append(torch.eye(n, dtype=torch.bool, device=dev)[None].expand(b, n, n))
-            past = (torch.cat(keys, dim=2), torch.cat(values, dim=2))
-            g, (ks, vs) = block.step(
-                g_prev,
-                tokens[:, j : j + n],
-                (p + j - 1).expand(b, n),
-                torch.cat(blocks, dim=2),
-                past,
-            )
-            keys.append(ks[:, :, -n:])
-            values.append(vs[:, :, -n:])
-        n = g.shape[1]
-        target = tokens[:, j + 1 : j + n]  # g at p predicts t_{p+j+1}
-        logits = block.logits(g[:, : target.shape[1]])
-        mask = valid[:, j + 1 : j + n]
-        losses.append(F.cross_entropy(logits[mask], target[mask]))
-        weights.append(LOSS_DECAY ** (j - 1))
-    return sum(w * loss for w, loss in zip(weights, losses, strict=True)) / sum(weights)
 
 
 def train_draft(

@@ -19,7 +19,8 @@
 
 The weights (``tiny_draft``) make decoding deterministic and the draft right only when it
 reads the target's hidden state at the right position, recycles its own post-norm state and
-reads the page's features at image positions; ``draft="swapped"`` is a mis-wired head.
+reads the page's features at image positions; ``draft="swapped"`` is a mis-wired head and
+``draft="distilled"`` one trained on the checkpoint's own decoding (``tiny_distill``).
 
 The vision tower (SAM-B and CLIP-L, which vLLM builds whatever the config says) is not in the
 file: the tier's loader fills what the file lacks at random (``tests/vllm/shim``); the
@@ -31,7 +32,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.vllm import tiny_draft
+from tests.vllm import tiny_distill, tiny_draft
 
 SPECIAL_TOKENS = [
     "<｜begin▁of▁sentence｜>",
@@ -242,7 +243,10 @@ def tensors(*, layout: str = "published", draft: str = "") -> dict:
             dense(f"{prefix}mlp.experts.{expert}.", MOE_INTERMEDIATE)
         dense(prefix + "mlp.shared_experts.", MOE_INTERMEDIATE * SHARED_EXPERTS)
 
-    block = tiny_draft.draft_tensors(torch, decoder, cycle, prompt_ids(), BOS, draft)
+    if draft == tiny_distill.DISTILLED:
+        block = tiny_distill.distilled_tensors(torch, decoder, config(layout), prompt_ids(), BOS)
+    else:
+        block = tiny_draft.draft_tensors(torch, decoder, cycle, prompt_ids(), BOS, draft)
     rename = {
         "published": tiny_draft.published,
         "mtp_module": tiny_draft.flat,

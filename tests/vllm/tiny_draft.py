@@ -28,8 +28,8 @@ input ``x_{p+1}`` (a token, or ``b`` at an image position), and it must predict 
 
 ``MISWIRED`` variants swap the two halves of ``eh_proj`` (a draft concatenating
 ``[hidden; embedding]`` instead of vLLM's ``[embedding; hidden]``): acceptance near zero.
-``PARTIAL`` leaves ``P`` wrong on every ``PARTIAL_EVERY``-th transition of the walk: a head of
-real, in-between acceptance, for comparing two implementations step by step.
+A head of in-between acceptance, for comparing two implementations step by step, is trained
+instead (``tiny_distill``).
 """
 
 from __future__ import annotations
@@ -46,10 +46,6 @@ PUSH_GAIN = 1.0  # o_proj: the averaged marker onto the PUSH coordinate
 PUSH_HEAD = 4.0  # lm_head: PUSH_TOKEN's weight on the PUSH coordinate
 SEED = 14
 MISWIRED = "swapped"
-# A head right on most of the walk and wrong on every PARTIAL_EVERY-th transition: acceptance
-# between 0 and 1, decided step by step by what the draft reads.
-PARTIAL = "partial"
-PARTIAL_EVERY = 5  # not K + 1 = 4: at K=3 that period would skip every wrong transition
 
 
 def successor_cycle(prompt_ids: list[int], ordinary: list[int]) -> list[int]:
@@ -105,11 +101,6 @@ def draft_tensors(
     hidden = lambda x: _rms_normed(weight * _rms_normed(x))  # noqa: E731 - hnorm(h)
     inputs = [hidden(embed[t]) for t in cycle[:WALK]]
     targets = [embed[t] for t in cycle[1 : WALK + 1]]
-    if variant == PARTIAL:  # wrong (nothing) on every PARTIAL_EVERY-th transition of the walk
-        nothing = torch.zeros(HIDDEN, dtype=torch.float64)
-        targets = [
-            nothing if i % PARTIAL_EVERY == PARTIAL_EVERY - 1 else x for i, x in enumerate(targets)
-        ]
     for quiet in [*prompt_ids[:-1], bos]:
         inputs.append(hidden(embed[quiet]))
         targets.append(torch.zeros(HIDDEN, dtype=torch.float64))
