@@ -90,6 +90,30 @@ def test_scan_tests_point_at_the_scan_with_the_same_checks():
     assert (scanned.page, scanned.id, scanned.type) == (1, "scan-x", "baseline")
 
 
+def test_a_scanned_document_holds_the_page_and_two_on_either_side(tmp_path):
+    from model.quality.realpages import document_scan_tests, scan_document, scanned_pages
+
+    source = pymupdf.open()
+    for number in range(1, 7):
+        source.new_page().insert_text((72, 72), f"Page {number}")
+    (tmp_path / "book.pdf").write_bytes(source.tobytes())
+    tests = [
+        BaselineTest(pdf="book.pdf", page=page, id=f"p{page}", type="baseline")
+        for page in (1, 4, 6)
+    ]
+
+    with pymupdf.open(stream=scan_document(tmp_path / "book.pdf", 4), filetype="pdf") as scan:
+        assert scan.page_count == 5 and all(not page.get_text().strip() for page in scan)
+    moved = document_scan_tests(tests, tmp_path)
+    assert [(t.pdf, t.page) for t in moved] == [
+        ("scanned-documents/book-p1.pdf", 1),  # pages 1-3
+        ("scanned-documents/book-p4.pdf", 3),  # pages 2-6
+        ("scanned-documents/book-p6.pdf", 3),  # pages 4-6
+    ]
+    places = list(scanned_pages([("book.pdf", 4)], tmp_path, documents=True))
+    assert places == [("scanned-documents/book-p4.pdf", 3)]
+
+
 def test_artifacts_are_found_where_a_reader_would_see_them():
     assert artifacts("Plain text.\n\n| a | b<br>c |\n|---|---|") == []
     assert artifacts("<table><tr><td>a<br>b</td></tr></table>") == []

@@ -41,6 +41,7 @@ from model.engines.ocr_output import (
     unread_notes,
 )
 from model.engines.pdf_text import image_coverage, needs_ocr, pdf_page_image, text_layer_markdown
+from model.engines.scan_margins import MarginReader, scanned_margin_lines
 from model.engines.tesseract_lines import ScriptReading, TesseractLines, read_unread_lines
 from model.layout import PageLayout, page_size_points
 from model.layout.ocr import line_scores, ocr_layout, word_boxes
@@ -48,7 +49,13 @@ from model.markdown_hygiene import readable_markdown
 from model.pages import PageSelectionError
 from model.rendering import open_page_image, open_pdf_page
 from model.ruled_grid import ruled_page
-from model.running_lines import document_running_lines, drop_lines, margin_lines, ocr_margin_lines
+from model.running_lines import (
+    Wanted,
+    document_running_lines,
+    drop_lines,
+    margin_lines,
+    ocr_margin_lines,
+)
 from model.scan_layout import boxes_to_markdown
 from model.scan_lines import skew_of
 from model.tokens import count_tokens
@@ -108,6 +115,7 @@ class LocalEngine:
         self._ocr: Any = None
         self._classifier: Any = None
         self._reader: Any = None
+        self._det: Any = None
         self._tesseract = TesseractLines()
         self._ocr_lock = threading.Lock()
 
@@ -206,8 +214,13 @@ class LocalEngine:
             sideways = result.extra["rotation"] in (90, 270)
             height = float(image.width if sideways else image.height)
             own = ocr_margin_lines(result.extra["ocr_lines"], height)
+            # A scanned neighbour's margins are read by OCR; a page found turned is read
+            # without that (its neighbours' bands would be read the wrong way up).
+            read = self._margin_reader() if result.extra["rotation"] == 0 else None
             with MUPDF_LOCK:
-                running = document_running_lines(page.data, page.page_number, own)
+                running = document_running_lines(
+                    page.data, page.page_number, own, read, read_by_ocr=True
+                )
             if running:
                 result.markdown = drop_lines(result.markdown, running)
                 result.output_tokens = count_tokens(result.markdown)
@@ -392,6 +405,38 @@ class LocalEngine:
                 params={**params, "Global.use_det": False, "Global.use_rec": False}
             )
         return self._ocr, self._classifier
+
+    def _margin_reader(self) -> MarginReader:
+        """Reads a scanned page's margins with this engine's detector and recognizer
+        (``scan_margins``), under the OCR lock."""
+
+        def detect(pixels: np.ndarray) -> Any:
+            with self._ocr_lock:
+                return self._detector()(pixels)
+
+        def recognize(crop: np.ndarray) -> tuple[str, float]:
+            with self._ocr_lock:
+                result = self._recognizer()(crop)
+            texts, scores = getattr(result, "txts", None), getattr(result, "scores", None)
+            if not texts or not scores:
+                return "", 0.0
+            return str(texts[0]), float(scores[0])
+
+        def read(page: pymupdf.Page, wanted: Wanted) -> list[tuple[str, str]]:
+            return scanned_margin_lines(page, wanted, detect, recognize)
+
+        return read
+
+    def _detector(self) -> Any:
+        # Detection alone, built the first time a scanned neighbour's margins are read: the
+        # main instance's steps are its shared settings, not to be toggled per call.
+        if self._det is None:
+            from rapidocr import RapidOCR
+
+            self._det = RapidOCR(
+                params={**self._params(), "Global.use_rec": False, "Global.use_cls": False}
+            )
+        return self._det
 
     def _recognizer(self) -> Any:
         # Recognition alone, built the first time a page looks upside down (rare): it checks

@@ -18,7 +18,13 @@ only at the end of a round of work, and reported apart.
     python -m model.quality.newpages run DIR --part dev [--scans] [--json] [--fail]
     python -m model.quality.newpages run DIR --part held [--scans] [--json]
     python -m model.quality.newpages run DIR --part dev --ocr-layer  # under a Tesseract layer
+    python -m model.quality.newpages run DIR --part dev --scanned-documents
     python -m model.quality.newpages score DUMP --part dev [--scans]  # re-score a --dump
+
+``--scanned-documents`` scans each page with up to two pages on either side into one
+document (``realpages.scan_document``), as a scanned book or report is: what a page shares with
+its neighbours (running heads and feet) is there to be found, as it is not on a page scanned
+alone.
 
 ``--ocr-layer`` reads the same scans with an invisible text layer that Tesseract 5 wrote over
 them (``tesseract … pdf``, as OCRmyPDF and many scanners' software lay one), ids prefixed
@@ -56,7 +62,15 @@ import pymupdf
 from model.engines.base import Engine, EngineOptions
 from model.quality.checks import PageTest, load_tests
 from model.quality.harness import PageRun, Report, score_runs, transcribe_pages
-from model.quality.realpages import CORPUS, SCAN, build_scans, scan_name, scan_tests
+from model.quality.realpages import (
+    CORPUS,
+    SCAN,
+    build_scans,
+    document_scan_tests,
+    scan_name,
+    scan_tests,
+    scanned_pages,
+)
 
 DATA = Path(__file__).resolve().parent / "data"
 PARTS = {"dev": DATA / "new-pages-dev.jsonl", "held": DATA / "new-pages-held.jsonl"}
@@ -150,15 +164,22 @@ def evaluate_part(
     *,
     scans_dir: Path | None = None,
     layered: bool = False,
+    documents: bool = False,
     audit: bool = False,
 ) -> Report:
     """The part's tests on its pages as they are, or (``scans_dir``) on scans of them made as
     the real set's are (``realpages.SCAN``), or (``layered``) on those scans under Tesseract's
-    text layer. ``audit`` adds the development part's audit (``DEV_AUDIT``)."""
+    text layer; with ``documents`` each scan holds the pages around too
+    (``realpages.scan_document``). ``audit`` adds the development part's audit (``DEV_AUDIT``)."""
     tests = load_part(part, audit=audit)
     pages = sorted({(t.pdf, t.page) for t in tests})
     if scans_dir is None:
         return score_runs(transcribe_pages(engine, options, root, pages), tests)
+    if documents:
+        build_scans(pages, scans_dir, root, documents=True)
+        named = scanned_pages(pages, root, documents=True)
+        runs = transcribe_pages(engine, options, scans_dir, named)
+        return score_runs(runs, document_scan_tests(tests, root))
     build_scans(pages, scans_dir, root)
     if layered:
         build_layered(pages, scans_dir)
@@ -232,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--engine", default="local")
     run.add_argument("--scans", action="store_true", help="score scans of the pages")
     run.add_argument("--ocr-layer", action="store_true", help="the scans under Tesseract's layer")
+    run.add_argument(
+        "--scanned-documents",
+        action="store_true",
+        help="each page scanned with the pages around it, as one document",
+    )
     run.add_argument("--scans-dir", type=Path, help="keep the scans here (default: temp)")
     run.add_argument("--option", action="append", default=[], help="key=value engine option")
     run.add_argument("--json", action="store_true")
@@ -261,10 +287,16 @@ def main(argv: list[str] | None = None) -> int:
     engine = load_engine(args.engine)
     engine.load()
     with tempfile.TemporaryDirectory() as tmp:
-        scanned = args.scans or args.ocr_layer
+        scanned = args.scans or args.ocr_layer or args.scanned_documents
         scans_dir = (args.scans_dir or Path(tmp)) if scanned else None
         report = evaluate_part(
-            engine, options, args.root, args.part, scans_dir=scans_dir, layered=args.ocr_layer
+            engine,
+            options,
+            args.root,
+            args.part,
+            scans_dir=scans_dir,
+            layered=args.ocr_layer,
+            documents=args.scanned_documents,
         )
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
@@ -274,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(report_dict(report), sys.stdout, indent=2, ensure_ascii=False)
         print()
         return 0
-    print(f"engine {args.engine} options {options} part {args.part}", "scans" * args.scans)
+    reading = "scanned documents" if args.scanned_documents else "scans" if scanned else ""
+    print(f"engine {args.engine} options {options} part {args.part}", reading)
     print_report(report, failures=args.fail)
     return 0
 

@@ -147,18 +147,53 @@ def scan_page(pdf_path: Path, page: int, how: Degradation = SCAN) -> bytes:
         out.close()
 
 
+# A scanned document, as a scanned book or report is one: the page and up to this many pages
+# on either side, each scanned as ``scan_page`` scans it. What a page shares with the pages
+# around it (running heads and feet) is then there to be found, as it is in a real scan; a
+# page scanned alone has no neighbours to share it with.
+SCANNED_NEIGHBOURS = 2
+
+
+def scanned_span(pdf_path: Path, page: int) -> range:
+    """The pages (1-based) of ``pdf_path`` that page ``page``'s scanned document holds."""
+    last = page_count(pdf_path)
+    return range(max(1, page - SCANNED_NEIGHBOURS), min(last, page + SCANNED_NEIGHBOURS) + 1)
+
+
+def document_scan_name(pdf: str, page: int) -> str:
+    return scan_name(pdf, page).replace("scans/", "scanned-documents/", 1)
+
+
+def scan_document(pdf_path: Path, page: int, how: Degradation = SCAN) -> bytes:
+    """Page ``page`` of a PDF and the pages around it (``scanned_span``) as one image-only PDF,
+    each page degraded as ``scan_page`` degrades it."""
+    out = pymupdf.open()
+    try:
+        for number in scanned_span(pdf_path, page):
+            with pymupdf.open(stream=scan_page(pdf_path, number, how), filetype="pdf") as one:
+                out.insert_pdf(one)
+        return bytes(out.tobytes(deflate=True))
+    finally:
+        out.close()
+
+
 def build_scans(
     pages: Iterable[tuple[str, int]],
     out_dir: Path,
     root: Path = CORPUS,
     how: Degradation = SCAN,
+    *,
+    documents: bool = False,
 ) -> None:
+    """Each page's scan in ``out_dir`` (``scan_name``), or with ``documents`` its scanned
+    document (``document_scan_name``)."""
     for pdf, page in pages:
-        target = out_dir / scan_name(pdf, page)
+        target = out_dir / (document_scan_name if documents else scan_name)(pdf, page)
         if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(scan_page(root / pdf, page, how))
+        scan = scan_document if documents else scan_page
+        target.write_bytes(scan(root / pdf, page, how))
 
 
 def scan_tests(tests: Iterable[PageTest]) -> list[PageTest]:
@@ -166,6 +201,28 @@ def scan_tests(tests: Iterable[PageTest]) -> list[PageTest]:
         replace(test, pdf=scan_name(test.pdf, test.page), page=1, id=f"scan-{test.id}")
         for test in tests
     ]
+
+
+def document_scan_tests(tests: Iterable[PageTest], root: Path = CORPUS) -> list[PageTest]:
+    """The tests of each page on its page of its scanned document (``scan_document``)."""
+    return [
+        replace(
+            test,
+            pdf=document_scan_name(test.pdf, test.page),
+            page=test.page - scanned_span(root / test.pdf, test.page).start + 1,
+            id=f"scan-{test.id}",
+        )
+        for test in tests
+    ]
+
+
+def scanned_pages(pages: Iterable[tuple[str, int]], root: Path, *, documents: bool):
+    """Where each page is read in its scan: (scan's name, page in it)."""
+    for pdf, page in pages:
+        if documents:
+            yield document_scan_name(pdf, page), page - scanned_span(root / pdf, page).start + 1
+        else:
+            yield scan_name(pdf, page), 1
 
 
 # --- similarity --------------------------------------------------------------------------------
