@@ -26,7 +26,7 @@ import sys
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -216,7 +216,9 @@ def document_scan_tests(tests: Iterable[PageTest], root: Path = CORPUS) -> list[
     ]
 
 
-def scanned_pages(pages: Iterable[tuple[str, int]], root: Path, *, documents: bool):
+def scanned_pages(
+    pages: Iterable[tuple[str, int]], root: Path, *, documents: bool
+) -> Iterator[tuple[str, int]]:
     """Where each page is read in its scan: (scan's name, page in it)."""
     for pdf, page in pages:
         if documents:
