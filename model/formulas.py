@@ -9,9 +9,11 @@ the flat text the extractor wrote (``a<sup>2</sup> + 8 = 12`` → ``$$a^{2} + 8 
 
 Fractions set with a rule and radicals are rebuilt by ``model.formula_stacks``, and placed
 here too: their characters come out of the extractor in an order of its making, so they are
-matched in any order (``Formula.scattered``). What this does not attempt: matrices,
-multi-line displays. A formula that cannot be located or rebuilt is left as text and
-reported, so the page is flagged rather than guessed at.
+matched in any order (``Formula.scattered``). On a line with a math font, ``model.math_runs``
+finds each run of math by its fonts instead, and hands the runs here to place. What this
+does not attempt: matrices, binomials, multi-line displays as one environment. A formula
+that cannot be located or rebuilt is left as text and reported, so the page is flagged
+rather than guessed at.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from model.steps import no_findings, page_step, unchanged_with_no_notes
+from model.steps import page_step, unchanged_with_no_notes
 
 # A span is a script when its type is this much smaller than the line's body type ...
 SCRIPT_SIZE_RATIO = 0.9
@@ -61,13 +63,53 @@ _SYMBOLS = {
     "∈": r"\in",
     "∂": r"\partial",
     "∇": r"\nabla",
+    "∗": r"\ast",
+    "∘": r"\circ",
+    "∼": r"\sim",
+    "≃": r"\simeq",
+    "≅": r"\cong",
+    "⊂": r"\subset",
+    "⊆": r"\subseteq",
+    "⊃": r"\supset",
+    "⊇": r"\supseteq",
+    "∪": r"\cup",
+    "∩": r"\cap",
+    "∉": r"\notin",
+    "∅": r"\emptyset",
+    "∀": r"\forall",
+    "∃": r"\exists",
+    "⇒": r"\Rightarrow",
+    "⇔": r"\Leftrightarrow",
+    "↦": r"\mapsto",
+    "⊕": r"\oplus",
+    "⊗": r"\otimes",
+    "≪": r"\ll",
+    "≫": r"\gg",
+    "∝": r"\propto",
+    "⟨": r"\langle",
+    "∥": r"\parallel",
+    "∧": r"\wedge",
+    "∨": r"\vee",
+    "¬": r"\neg",
+    "∠": r"\angle",
+    "⊥": r"\perp",
+    "⟩": r"\rangle",
+    # TeX sets \neq and \notin as a slash overstruck on the relation (U+0338, combining).
+    "\u0338": r"\not",
     "′": "'",
     "″": "''",
     "⁄": "/",
 }
 # Σ the letter and ∑ the operator look alike; a capital sigma standing alone is the operator.
 _OPERATOR_SIGMA = re.compile(r"(?<![A-Za-z\\])\\Sigma(?![A-Za-z])")
-RELATIONS = ("=", "<", ">", r"\leq", r"\geq", r"\neq", r"\approx", r"\equiv", r"\rightarrow")
+RELATIONS = (
+    "=", "<", ">", r"\leq", r"\geq", r"\neq", r"\approx", r"\equiv", r"\rightarrow", r"\sim",
+    r"\simeq", r"\cong", r"\subset", r"\subseteq", r"\supset", r"\supseteq", r"\in",
+    r"\notin", r"\Rightarrow", r"\Leftrightarrow", r"\mapsto", r"\ll", r"\gg", r"\propto",
+    r"\parallel", r"\perp",
+)  # fmt: skip
+# The overstruck slash and the relation after it: one negated relation.
+_NEGATED = re.compile(r"\\not\s*(=|\\in(?![A-Za-z]))")
 _FUNCTIONS = {"sin", "cos", "tan", "log", "ln", "exp", "lim", "max", "min", "det", "mod"}
 # A formula word: LaTeX commands, letters, digits, operators and brackets, no sentence
 # punctuation (a colon or a trailing comma belongs to the prose around it).
@@ -105,26 +147,16 @@ def _latex_char(ch: str) -> str:
     return _SYMBOLS.get(ch, ch) + (" " if ch in _SYMBOLS and _SYMBOLS[ch][:1] == "\\" else "")
 
 
+def _alphabet(font: str, text: str) -> str:
+    """A span's LaTeX, its letters in the alphabet its font sets (``\\mathbb{R}``)."""
+    for pattern, command in _ALPHABETS:
+        if pattern.search(font):
+            return re.sub(r"([A-Za-z])", command.replace("\\", "\\\\") + r"{\1}", text)
+    return _latex_text(text)
+
+
 def _latex_text(text: str) -> str:
     return "".join(_latex_char(ch) for ch in text)
-
-
-@page_step("formula rebuilding", fallback=no_findings)
-def page_formulas(
-    page_dict: dict[str, Any], skip: list[tuple[float, float, float, float]] | None = None
-) -> list[Formula]:
-    """The formulas on a page, from ``page.get_text("dict")``; lines meeting a box in
-    ``skip`` (a fraction's or radical's, rebuilt by ``model.formula_stacks``) left out."""
-    found = []
-    for block in page_dict.get("blocks", []):
-        for line in block.get("lines", []):
-            x0, y0, x1, y1 = line.get("bbox", (0, 0, 0, 0))
-            if any(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in skip or []):
-                continue
-            formula = line_formula(line.get("spans", []))
-            if formula is not None:
-                found.append(formula)
-    return found
 
 
 def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
@@ -141,7 +173,11 @@ def line_formula(spans: list[dict[str, Any]]) -> Formula | None:
 
 # Fonts that set mathematics: TeX's math italic, symbols and extension fonts, the AMS symbol
 # fonts, and the OpenType and Type 1 math fonts of other typesetters.
-_MATH_FONT = re.compile(r"CMMI|CMSY|CMEX|MSAM|MSBM|Math|STIX|Symbol|XITS|Asana", re.IGNORECASE)
+_MATH_FONT = re.compile(
+    r"CMMI|CMSY|CMEX|MSAM|MSBM|EUFM|RSFS|Euclid|esint|Math|STIX|Symbol|XITS|Asana", re.IGNORECASE
+)
+# Alphabets of their own: TeX's blackboard bold (ℝ set as an R in MSBM) and Fraktur.
+_ALPHABETS = ((re.compile(r"MSBM", re.I), r"\mathbb"), (re.compile(r"EUFM", re.I), r"\mathfrak"))
 
 
 def is_math_font(name: str) -> bool:
@@ -165,7 +201,8 @@ def _spans_latex(
         main = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
         body = (main["size"], main["origin"][1])
     size, baseline = body
-    parts: list[tuple[str, str]] = []  # (kind, text)
+    # (kind, spans): a run of spans set as one script is one group ("k", "−", "1" in 2^{k-1})
+    parts: list[tuple[str, list[dict[str, Any]]]] = []
     scripts = 0
     for span in spans:
         kind = "text"
@@ -176,14 +213,23 @@ def _spans_latex(
             elif shift > SCRIPT_SHIFT * size / 2:
                 kind = "sub"
         scripts += kind != "text"
-        parts.append((kind, span["text"]))
-    latex_line = ""
-    for kind, text in parts:
-        if kind == "text":
-            latex_line += _latex_text(text)
+        if kind != "text" and parts and parts[-1][0] == kind:
+            parts[-1][1].append(span)
         else:
-            body_text = _latex_text(text.strip()).strip()
+            parts.append((kind, [span]))
+    latex_line = ""
+    for kind, group in parts:
+        text = "".join(span["text"] for span in group)
+        if kind == "text":
+            latex_line += _alphabet(group[0].get("font", ""), text)
+        elif kind == "sup" and text.strip() and not text.strip().strip("′″'"):
+            latex_line = latex_line.rstrip() + _latex_text(text.strip())  # γ′ is \gamma'
+        else:
+            # A script's own scripts (the i of n_i in an exponent): read against its main span.
+            inner = _spans_latex(group)[0] if len({s["size"] for s in group}) > 1 else None
+            body_text = (inner or _latex_text(text.strip())).strip()
             latex_line = latex_line.rstrip() + ("^{" if kind == "sup" else "_{") + body_text + "}"
+    latex_line = _NEGATED.sub(lambda m: r"\neq" if m.group(1) == "=" else r"\notin", latex_line)
     return _OPERATOR_SIGMA.sub(r"\\sum", latex_line), scripts
 
 
@@ -313,7 +359,9 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
             plain, where = _plain_index(line)
             if formula.formula_plain not in plain or len(where) != len(plain):
                 continue
-            start = plain.index(formula.formula_plain)
+            start = _free_match(line, plain, where, formula.formula_plain)
+            if start is None:
+                continue
             end = start + len(formula.formula_plain)
             if formula.whole_line and start == 0 and end == len(plain):
                 lines[n] = f"$${formula.latex}$$"
@@ -321,12 +369,36 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
                 left, right = where[start], where[end - 1] + 1
                 # keep markup that closes inside the formula from dangling outside it
                 right = _through_closing_tags(line, right)
+                left = _through_opening_marks(line, left, right)
                 lines[n] = f"{line[:left]}${formula.latex}${line[right:]}"
             placed = True
             break
         if not placed:
             notes.append(f"formula left as text: {formula.latex[:60]}")
     return "\n".join(line for line in lines if line is not _GONE), notes
+
+
+# A formula already placed, inline or displayed: nothing else is matched inside it.
+_PLACED = re.compile(r"\$\$.+?\$\$|\$[^$]+\$")
+
+
+def _free_match(line: str, plain: str, where: list[int], wanted: str) -> int | None:
+    """Where ``wanted`` starts in the line's ``plain`` text as a whole (no letter of a word
+    around it: the subscripted l_i is not the "li" of "line") and outside any formula already
+    placed; None where it is nowhere so."""
+    placed = [m.span() for m in _PLACED.finditer(line)]
+    start = plain.find(wanted)
+    while start >= 0:
+        left, right = where[start], where[start + len(wanted) - 1] + 1
+        after = _through_closing_tags(line, right)
+        if (
+            not (left and line[left - 1].isalnum())
+            and not (after < len(line) and line[after].isalnum())
+            and not any(a < right and left < b for a, b in placed)
+        ):
+            return start
+        start = plain.find(wanted, start + 1)
+    return None
 
 
 _GONE = "\x00gone"
@@ -402,3 +474,21 @@ def _anagrams(chars: list[tuple[int, int, str]], want: Counter[str], width: int)
 def _through_closing_tags(line: str, index: int) -> int:
     match = re.match(r"(?:</su[pb]>|\*\*|_(?!\w))+", line[index:])
     return index + match.end() if match else index
+
+
+def _through_opening_marks(line: str, left: int, right: int) -> int:
+    """Where a formula replacing ``line[left:right]`` starts: before the emphasis marks just
+    before it whose closing marks it takes (pymupdf4llm's ``_γ_ 1`` for a math-italic γ), so
+    that none is left open outside the delimiters."""
+    for mark in ("**", "_", "*"):
+        if line[:left].endswith(mark) and _marks(line[left:right], mark) % 2 == 1:
+            return left - len(mark)
+    return left
+
+
+def _marks(text: str, mark: str) -> int:
+    if mark == "_":
+        return len(re.findall(r"(?<!\w)_|_(?!\w)", text))
+    if mark == "*":
+        return len(re.findall(r"(?<!\*)\*(?!\*)", text))
+    return text.count(mark)

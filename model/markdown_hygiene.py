@@ -48,6 +48,7 @@ def _repairs(text: str) -> str:
     text = plain_superscript_words(text)
     text = normalise_quotes(text)
     text = tighten_emphasis(text)
+    text = _SPACE_AFTER_MATH.sub(r"\1", text)
     return "\n\n".join(balance_emphasis(p) for p in text.split("\n\n"))
 
 
@@ -109,6 +110,9 @@ def normalise_quotes(markdown: str) -> str:
 
 # A closing marker (after a non-space), spaces, then punctuation that sticks to the word before.
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$))")
+# The same after an inline formula the rebuild placed where the extractor had a spaced run
+# ("$a, b, c \in X$ ,").
+_SPACE_AFTER_MATH = re.compile(r"(?<!\$)(\$[^$\n]+\$) +(?=[.,;:!?)\]](?:\s|$))")
 # An opening bracket, spaces, then an opening marker (before a non-space).
 _SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")
 

@@ -14,7 +14,7 @@ glyphs, spaces them where the page shows a gap; it is the reference here:
   shoulder") gets the space back.
 
 Only words are compared, so markup (emphasis, ``<sup>``, links, table pipes) stays where it
-is; so do code, formulas and lines with LaTeX in them. Pure string functions."""
+is; so do code and formulas (the prose beside a formula is respaced). Pure string functions."""
 
 from __future__ import annotations
 
@@ -62,13 +62,26 @@ def respace_words(markdown: str, page_lines: list[str]) -> str:
     for line in markdown.split("\n"):
         if line.lstrip().startswith(("```", "~~~")):
             fenced = not fenced
-        # Code is respaced elsewhere (``respace_code``); a line with a formula is left as
-        # the rebuild wrote it.
-        if fenced or line.lstrip().startswith(("```", "~~~")) or "`" in line or "$" in line:
+        # Code is respaced elsewhere (``respace_code``); formulas are left as the rebuild
+        # wrote them, the prose around them respaced.
+        if fenced or line.lstrip().startswith(("```", "~~~")) or "`" in line:
             out.append(line)
             continue
-        out.append(_split_run_together(_join_split_words(line, words), words, pairs))
+        out.append(
+            "".join(
+                part if _FORMULA.fullmatch(part) else _respaced(part, words, pairs)
+                for part in _FORMULA.split(line)
+            )
+        )
     return "\n".join(out)
+
+
+# A formula the rebuild placed (kept whole by the split above: the group captures it).
+_FORMULA = re.compile(r"(\$\$.+?\$\$|(?<!\$)\$[^$]+\$)")
+
+
+def _respaced(text: str, words: set[str], pairs: set[tuple[str, str]]) -> str:
+    return _split_run_together(_join_split_words(text, words), words, pairs) if text else text
 
 
 def _join_split_words(line: str, words: set[str]) -> str:

@@ -14,12 +14,13 @@ from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
-from model.formulas import page_formulas, place_formulas
+from model.formulas import place_formulas
 from model.layout import PageLayout
 from model.layout.reading_order import reorder_chunk
 from model.layout.text_layer import text_layer_layout
 from model.markdown_hygiene import readable_markdown
 from model.markdown_repair import repair_text_layer
+from model.math_runs import page_formulas
 from model.postprocess import tidy_markdown
 from model.rendering import DEFAULT_LONG_SIDE, render_zoom
 from model.rtl import (

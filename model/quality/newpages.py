@@ -226,10 +226,12 @@ def dump_name(pdf: str, page: int) -> str:
     return pdf.removesuffix(".pdf").replace("/", "_") + f"-p{page}.md"
 
 
-def score_dump(dump: Path, part: str, *, scans: bool = False, layered: bool = False) -> Report:
+def score_dump(
+    dump: Path, part: str, *, scans: bool = False, layered: bool = False, audit: bool = False
+) -> Report:
     """The part's tests scored on the Markdown a ``--dump`` kept (a page missing there reads as
     empty): a reading judged again by changed tests, without reading a page."""
-    tests = load_part(part)
+    tests = load_part(part, audit=audit)
     tests = layer_tests(tests) if layered else scan_tests(tests) if scans else tests
     runs = {}
     for pdf, page in {(t.pdf, t.page) for t in tests}:
@@ -263,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", action="store_true")
     run.add_argument("--fail", action="store_true", help="list the failing tests")
     run.add_argument("--dump", type=Path, help="write each page's Markdown into this folder")
+    run.add_argument("--audit", action="store_true", help="add the development part's audit")
     again = sub.add_parser("score", help="score the Markdown a run's --dump kept")
     again.add_argument("dump", type=Path)
     again.add_argument("--part", choices=sorted(PARTS), required=True)
@@ -270,13 +273,16 @@ def main(argv: list[str] | None = None) -> int:
     again.add_argument("--ocr-layer", action="store_true", help="the dump is of the layered scans")
     again.add_argument("--json", action="store_true")
     again.add_argument("--fail", action="store_true", help="list the failing tests")
+    again.add_argument("--audit", action="store_true", help="add the development part's audit")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     if args.command == "fetch":
         fetch(args.root)
         return 0
     if args.command == "score":
-        report = score_dump(args.dump, args.part, scans=args.scans, layered=args.ocr_layer)
+        report = score_dump(
+            args.dump, args.part, scans=args.scans, layered=args.ocr_layer, audit=args.audit
+        )
         if args.json:
             json.dump(report_dict(report), sys.stdout, indent=2, ensure_ascii=False)
             print()
@@ -297,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             scans_dir=scans_dir,
             layered=args.ocr_layer,
             documents=args.scanned_documents,
+            audit=args.audit,
         )
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
