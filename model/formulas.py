@@ -348,6 +348,7 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
     """The Markdown with each formula's flat text replaced by its LaTeX; and notes for the
     formulas that could not be placed (they stay as text, and the page is flagged)."""
     lines = markdown.split("\n")
+    tables = _table_lines(lines)
     notes: list[str] = []
     for formula in formulas:
         if formula.scattered:
@@ -356,6 +357,8 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
             continue
         placed = False
         for n, line in enumerate(lines):
+            if n in tables:
+                continue
             plain, where = _plain_index(line)
             if formula.formula_plain not in plain or len(where) != len(plain):
                 continue
@@ -376,6 +379,19 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
         if not placed:
             notes.append(f"formula left as text: {formula.latex[:60]}")
     return "\n".join(line for line in lines if line is not _GONE), notes
+
+
+def _table_lines(lines: list[str]) -> set[int]:
+    """The lines of the Markdown's tables (pipe rows, HTML tables). A cell's text is what the
+    page's table model holds too, and its blocks, chunks and HTML are read from that model:
+    a formula placed in the Markdown's cell alone would make the outputs disagree."""
+    found, inside = set(), False
+    for n, line in enumerate(lines):
+        opened = "<table" in line.lower()
+        if inside or opened or line.lstrip().startswith("|"):
+            found.add(n)
+        inside = (inside or opened) and "</table>" not in line.lower()
+    return found
 
 
 # A formula already placed, inline or displayed: nothing else is matched inside it.
