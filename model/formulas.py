@@ -192,26 +192,37 @@ def spans_latex(spans: list[dict[str, Any]], body: tuple[float, float] | None = 
     return _spans_latex([s for s in spans if s.get("text")], body)[0]
 
 
+def line_body(spans: list[dict[str, Any]]) -> tuple[float, float]:
+    """The size and baseline of a line's main span (the most type set at the largest size):
+    what its scripts are judged against."""
+    main = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
+    return float(main["size"]), float(main["origin"][1])
+
+
+def script_kind(span: dict[str, Any], body: tuple[float, float]) -> str:
+    """``sup``, ``sub`` or ``text``: a span is a script when its type is smaller than the
+    line's body and its baseline sits above or below the body's."""
+    size, baseline = body
+    if float(span["size"]) < SCRIPT_SIZE_RATIO * size:
+        shift = float(span["origin"][1]) - baseline
+        if shift < -SCRIPT_SHIFT * size:
+            return "sup"
+        if shift > SCRIPT_SHIFT * size / 2:
+            return "sub"
+    return "text"
+
+
 def _spans_latex(
     spans: list[dict[str, Any]], body: tuple[float, float] | None = None
 ) -> tuple[str, int]:
     if not spans:
         return "", 0
-    if body is None:
-        main = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
-        body = (main["size"], main["origin"][1])
-    size, baseline = body
+    body = body or line_body(spans)
     # (kind, spans): a run of spans set as one script is one group ("k", "−", "1" in 2^{k-1})
     parts: list[tuple[str, list[dict[str, Any]]]] = []
     scripts = 0
     for span in spans:
-        kind = "text"
-        if span["size"] < SCRIPT_SIZE_RATIO * size:
-            shift = span["origin"][1] - baseline
-            if shift < -SCRIPT_SHIFT * size:
-                kind = "sup"
-            elif shift > SCRIPT_SHIFT * size / 2:
-                kind = "sub"
+        kind = script_kind(span, body)
         scripts += kind != "text"
         if kind != "text" and parts and parts[-1][0] == kind:
             parts[-1][1].append(span)

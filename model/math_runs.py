@@ -20,22 +20,24 @@ from typing import Any
 
 from model.formulas import (
     RELATIONS,
-    SCRIPT_SHIFT,
-    SCRIPT_SIZE_RATIO,
     Formula,
     _balanced,
     _squash,
     is_math_font,
+    line_body,
     line_formula,
+    script_kind,
     spans_latex,
 )
 from model.steps import no_findings, page_step
 
-# Function names set upright in math (in the roman font): they do not make a span prose.
-_FUNCTION_WORDS = re.compile(r"^(?:sin|cos|tan|log|ln|exp|lim|max|min|det|mod|sup|inf|dim)$")
-# The same names written as LaTeX's operators (\inf, not the letters i, n, f).
+# Function names set upright in math (in the roman font): they do not make a span prose ...
+_FUNCTIONS = "sin|cos|tan|log|ln|exp|lim|max|min|det|mod|sup|inf|dim"
+_FUNCTION_WORDS = re.compile(f"^(?:{_FUNCTIONS})$")
+# ... and are written as LaTeX's operators (\inf, not the letters i, n, f); \mod is LaTeX's
+# binary operator, not a name, so it is left as the page wrote it.
 _FUNCTION_NAMES = re.compile(
-    r"(?<![\\A-Za-z])(sin|cos|tan|log|ln|exp|lim|max|min|det|sup|inf|dim)(?![A-Za-z])"
+    r"(?<![\\A-Za-z])(" + _FUNCTIONS.replace("|mod", "") + r")(?![A-Za-z])"
 )
 # What a run may not end with: the sentence's punctuation, whichever font set it.
 _TRAILING = ".,;:"
@@ -84,8 +86,7 @@ def line_math_runs(spans: list[dict[str, Any]]) -> list[Formula] | None:
     spans = [s for s in spans if s.get("text")]
     if not any(is_math_font(s.get("font", "")) and s["text"].strip() for s in spans):
         return None
-    main = max(spans, key=lambda s: (s["size"] * len(s["text"].strip()), s["size"]))
-    body = (main["size"], main["origin"][1])
+    body = line_body(spans)
     runs: list[list[dict[str, Any]]] = [[]]
     for span in spans:
         if _in_math(span, body):
@@ -108,20 +109,12 @@ def _in_math(span: dict[str, Any], body: tuple[float, float]) -> bool:
     text = span["text"]
     if is_math_font(span.get("font", "")) or not text.strip():
         return True
-    if _is_script(span, body):
+    if script_kind(span, body) != "text":
         return True
     if not text.strip(" " + _TRAILING):
         return False  # the sentence's comma or full stop, in its own font, ends the run
     words = re.findall(r"[^\W\d_]+", text)
     return all(_FUNCTION_WORDS.match(w) for w in words)
-
-
-def _is_script(span: dict[str, Any], body: tuple[float, float]) -> bool:
-    size, baseline = body
-    shift = float(span["origin"][1]) - baseline
-    return float(span["size"]) < SCRIPT_SIZE_RATIO * size and (
-        shift < -SCRIPT_SHIFT * size or shift > SCRIPT_SHIFT * size / 2
-    )
 
 
 def _trimmed(run: list[dict[str, Any]]) -> list[dict[str, Any]]:
