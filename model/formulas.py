@@ -110,6 +110,8 @@ RELATIONS = (
 )  # fmt: skip
 # The overstruck slash and the relation after it: one negated relation.
 _NEGATED = re.compile(r"\\not\s*(=|\\in(?![A-Za-z]))")
+# TeX sets \cdots as three centred dots, which the extractor gives one by one.
+_CDOTS = re.compile(r"\\cdot(?:\s*\\cdot){2}(?![A-Za-z])")
 _FUNCTIONS = {"sin", "cos", "tan", "log", "ln", "exp", "lim", "max", "min", "det", "mod"}
 # A formula word: LaTeX commands, letters, digits, operators and brackets, no sentence
 # punctuation (a colon or a trailing comma belongs to the prose around it).
@@ -241,6 +243,7 @@ def _spans_latex(
             body_text = (inner or _latex_text(text.strip())).strip()
             latex_line = latex_line.rstrip() + ("^{" if kind == "sup" else "_{") + body_text + "}"
     latex_line = _NEGATED.sub(lambda m: r"\neq" if m.group(1) == "=" else r"\notin", latex_line)
+    latex_line = _CDOTS.sub(r"\\cdots", latex_line)
     return _OPERATOR_SIGMA.sub(r"\\sum", latex_line), scripts
 
 
@@ -313,7 +316,7 @@ def _balanced(latex: str) -> bool:
 
 
 _BACK = {v.strip(): k for k, v in {**{k: v for k, v in _SYMBOLS.items()}, **_GREEK}.items()}
-_BACK.update({"-": "−", "'": "′"})
+_BACK.update({"-": "−", "'": "′", r"\cdots": "···"})
 
 
 def _plain_of(words: list[str]) -> str:
@@ -327,7 +330,7 @@ def _plain_of(words: list[str]) -> str:
 
 def _squash(text: str) -> str:
     text = re.sub(r"\s+", "", text).replace("−", "-").replace("′", "'").replace("⁄", "/")
-    return text.replace("∑", "Σ")
+    return text.replace("∑", "Σ").replace("⋅", "·")
 
 
 # --- placing formulas in the page's Markdown ---------------------------------------------------

@@ -63,6 +63,17 @@ def test_a_display_with_a_negated_relation_and_operators_is_one_formula():
     assert formula.latex == r"\gamma_{1} \ast (\gamma_{2})\neq (\gamma_{1}) \sim \gamma_{3}"
 
 
+def test_three_centred_dots_are_cdots_and_the_formula_is_still_placed_in_its_line():
+    # amsmath's guide (3.11): "l1 + · · · + lp = l" under a sum
+    spans = [_span("l", "CMMI7"), _sub("1"), _span("+", "CMR7"), _span("⋅ ⋅ ⋅", "CMSY7"),
+             _span("+", "CMR7"), _span("l", "CMMI7"), _sub("p"), _span("=", "CMR7"),
+             _span("l", "CMMI7")]  # fmt: skip
+    (formula,) = line_math_runs(spans) or []
+    assert formula.latex == r"l_{1}+\cdots +l_{p}=l"
+    placed, notes = place_formulas("l1+ ⋅ ⋅ ⋅ +lp=l\n", [formula])
+    assert placed == "$$l_{1}+\\cdots +l_{p}=l$$\n" and not notes
+
+
 def test_a_script_of_a_script_is_nested_and_a_scripts_pieces_are_one_group():
     # amsmath's guide (4.5): 2^{k-1}, the exponent set as three spans
     spans = [_span("2"), _sup("k", "CMMI7"), _sup("−", "CMSY7"), _sup("1"), _span(" +"),

@@ -16,6 +16,7 @@ from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
 from model.formulas import place_formulas
 from model.layout import PageLayout
+from model.layout.furniture import drop_furniture
 from model.layout.reading_order import reorder_chunk
 from model.layout.text_layer import text_layer_layout
 from model.markdown_hygiene import readable_markdown
@@ -137,10 +138,11 @@ def pymupdf4llm_markdown(
         # This path is for pages with a text layer; scans never reach it, and pymupdf4llm's
         # OCR would otherwise look for an engine and print about it.
         "use_ocr": False,
-        # Running heads and page numbers: kept or dropped as asked; footnotes are always
-        # kept (the layout model labels them apart from page footers).
-        "header": options.headers == "keep",
-        "footer": options.headers == "keep",
+        # Every box, the layout model's running heads and page numbers too: under ``drop``
+        # they are cut out here, all but those holding a formula (``drop_furniture``).
+        # Footnotes are always kept (the layout model labels them apart from page footers).
+        "header": True,
+        "footer": True,
         "show_progress": False,
         "page_chunks": True,
     }
@@ -151,22 +153,26 @@ def pymupdf4llm_markdown(
         kwargs["table_output"] = "html"
     size = (doc[0].rect.width, doc[0].rect.height)
     if is_spread(doc[0]):
-        halves = _spread_markdown(doc, kwargs)
+        # Each half is a page of its own: pymupdf4llm drops its heads and feet as asked.
+        keep = options.headers == "keep"
+        halves = _spread_markdown(doc, {**kwargs, "header": keep, "footer": keep})
         if halves is not None:
             return halves
     # The layout model reads some two-column pages by rows; its boxes are put in reading
     # order (``model.layout.reading_order``) before their Markdown is joined.
     with cheaper_tables():
         chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+    if options.headers == "drop":
+        cut = drop_furniture(chunk, doc[0])
+        if cut is None:  # boxes that cannot be cut apart: pymupdf4llm drops the heads itself
+            kwargs.update(header=False, footer=False)
+            with cheaper_tables():
+                cut = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+            if not tidy_markdown(cut["text"]):
+                cut = chunk  # the page's only line was called a head: an empty page is worse
+        chunk = cut
     chunk = reorder_chunk(chunk)
     markdown = tidy_markdown(chunk["text"])
-    if not markdown:
-        # The layout model calls a page's only line a running head now and then (seen on a
-        # one-line page); an empty page is worse than a page number, so keep them after all.
-        kwargs.update(header=True, footer=True)
-        with cheaper_tables():
-            chunk = reorder_chunk(pymupdf4llm.to_markdown(doc, **kwargs)[0])
-        markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in
         # the corpus's habibi-rotated.pdf); plain text blocks beat an empty page.

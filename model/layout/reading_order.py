@@ -88,7 +88,7 @@ def reorder_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
     (text outside every box) is returned as it is, since moving its boxes would lose that."""
     text = chunk.get("text") or ""
     boxes = chunk.get("page_boxes") or []
-    if len(boxes) < 2 or not _tiles(text, boxes):
+    if len(boxes) < 2 or not boxes_tile(text, boxes):
         return chunk
     ordered = reading_order(boxes, _bbox)
     if ordered == boxes:
@@ -107,7 +107,7 @@ def _bbox(box: dict[str, Any]) -> Box:
     return x0, y0, x1, y1
 
 
-def _tiles(text: str, boxes: list[dict[str, Any]]) -> bool:
+def boxes_tile(text: str, boxes: list[dict[str, Any]]) -> bool:
     """Whether the boxes' spans, in their order, cover the text end to end without overlap."""
     offset = 0
     for box in boxes:
