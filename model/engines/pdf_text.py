@@ -15,6 +15,7 @@ from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
 from model.formulas import place_formulas
+from model.hangul_spacing import is_hangul, respace_hangul
 from model.layout import PageLayout
 from model.layout.furniture import drop_furniture
 from model.layout.reading_order import reorder_chunk
@@ -114,6 +115,8 @@ def text_layer_markdown(
     repaired, formula_notes = place_formulas(repaired, formulas)
     # After the formulas: they are found by the Markdown's spacing, and their lines kept.
     repaired = respace_words(repaired, page_lines)
+    if any(is_hangul(ch) for line in page_lines for ch in line):
+        repaired = respace_hangul(repaired, rawdict)
     formula_notes = stack_notes + formula_notes
     if any(has_arabic(line) for line in page_lines):
         repaired = apply_run_order(repaired, run_order_fixes(page_dict))
