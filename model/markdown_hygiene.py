@@ -49,6 +49,7 @@ def _repairs(text: str) -> str:
     text = normalise_quotes(text)
     text = tighten_emphasis(text)
     text = _SPACE_AFTER_MATH.sub(r"\1", text)
+    text = _SPACE_AFTER_BRACKET_BEFORE_CODE.sub("", _SPACE_AFTER_CODE.sub(r"\1", text))
     return "\n\n".join(balance_emphasis(p) for p in text.split("\n\n"))
 
 
@@ -113,6 +114,10 @@ _SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)
 # The same after an inline formula the rebuild placed where the extractor had a spaced run
 # ("$a, b, c \in X$ ,").
 _SPACE_AFTER_MATH = re.compile(r"(?<!\$)(\$[^$\n]+\$) +(?=[.,;:!?)\]](?:\s|$))")
+# And after inline code, which pymupdf4llm sets off with spaces whatever stands beside it
+# ("`\qty()` ."); here the code is ``_outside_code``'s placeholder.
+_SPACE_AFTER_CODE = re.compile(r"(\x00\d+\x00) +(?=\)|[.,;:!?\]](?:\s|$))")
+_SPACE_AFTER_BRACKET_BEFORE_CODE = re.compile(r"(?<=[(\[]) +(?=\x00\d+\x00)")
 # An opening bracket, spaces, then an opening marker (before a non-space).
 _SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")
 

@@ -51,3 +51,13 @@ def test_emphasis_keeps_to_the_punctuation_and_brackets_print_sets_against_it():
     assert tighten_emphasis("Das Paar ( _X, d_ ) heißt") == "Das Paar (_X, d_) heißt"
     assert tighten_emphasis("**bold** and _it_ here") == "**bold** and _it_ here"
     assert tighten_emphasis("a_b and c_ d") == "a_b and c_ d"
+
+
+def test_inline_code_keeps_to_the_punctuation_and_brackets_print_sets_against_it():
+    # pymupdf4llm sets a code span off with spaces (physics.sty's manual: "behave like \qty().")
+    markdown = "braces that behave like `\\qty()` . Names ( `sine` , `cosine` ) and `a` b."
+    assert readable_markdown(markdown) == (
+        "braces that behave like `\\qty()`. Names (`sine`, `cosine`) and `a` b."
+    )
+    assert readable_markdown("Run `make` . Then `x . y`") == "Run `make`. Then `x . y`"
+    assert readable_markdown("accent ( `\\hat{A}` ).") == "accent (`\\hat{A}`)."
