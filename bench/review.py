@@ -76,8 +76,11 @@ SUITES = ("real", "real-scans", "worn", "generated")
 # Pages of documents no rule was written against (``model.quality.newpages``, laid out under
 # ``--new-root`` by its ``fetch``): the development part, which choices may be made on, and
 # the held-aside part, which no choice is ever made on (reported apart, never tuned on).
-NEW_SUITES = ("new-dev", "new-dev-scans", "new-held", "new-held-scans")
-HELD_SUITES = ("new-held", "new-held-scans")
+NEW_SUITES = (
+    "new-dev", "new-dev-scans", "new-held", "new-held-scans",
+    "new-dev2", "new-dev2-scans", "new-held2", "new-held2-scans",
+)  # fmt: skip
+HELD_SUITES = ("new-held", "new-held-scans", "new-held2", "new-held2-scans")
 SWEEP = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 # Signals whose threshold is a number this bench can choose, with the thresholds it tries
 # and when the signal fails at one (its reported value against the threshold).
@@ -219,7 +222,12 @@ GROUPS = {
     "new-dev-scans": "new pages, development",
     "new-held": "new pages, held aside",
     "new-held-scans": "new pages, held aside",
+    "new-dev2": "new pages (second wave), development",
+    "new-dev2-scans": "new pages (second wave), development",
+    "new-held2": "new pages (second wave), held aside",
+    "new-held2-scans": "new pages (second wave), held aside",
 }
+HELD_GROUPS = {GROUPS[suite] for suite in HELD_SUITES}
 
 
 def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dict[str, Any]:
@@ -241,7 +249,7 @@ def print_held_out(verdicts: list[PageVerdict], suite_of: dict[int, str]) -> dic
         in_group = [v for v in verdicts if group_of[id(v)] == group]
         code, _ = judged_by(in_group, FlagChoice())
         before, _ = judged_by(in_group, FlagChoice(off=KIND_INDEPENDENT))
-        if group == GROUPS["new-held"]:
+        if group in HELD_GROUPS:
             flag, alone = judged_by(in_group, overall)
             only, _ = judged_by(in_group, thresholds_only)
             by_score = score_confusion(in_group, score_at)

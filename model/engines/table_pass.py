@@ -18,6 +18,7 @@ PyMuPDF geometry object per glyph (``fast_make_chars``: the same records to the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 from collections.abc import Iterator
@@ -81,6 +82,7 @@ _FLT_EPSILON = 1.1920929e-07
 _PYMUPDF_MAKE_CHARS = _table.make_chars
 
 
+@functools.cache  # inspect.getsource reads the module's file: 7 ms a page, once is enough
 def _code_hash(function: Any) -> str:
     return hashlib.sha256(inspect.getsource(function).encode()).hexdigest()
 
