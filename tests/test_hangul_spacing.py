@@ -1,7 +1,7 @@
 """Korean word spaces a text layer sets as gaps (``model.hangul_spacing``): a page whose
 words are set by moving the pen, as XeTeX's Korean typesetting does, comes out of MuPDF as one
-word a line; the engine's Markdown has the words back. Chinese set the same way stays as it
-is (it has no word spaces)."""
+word a line; the engine's Markdown has the words back, and the review's text-layer signal does
+not count them as lost. Chinese set the same way stays as it is (it has no word spaces)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
 from model.hangul_spacing import respace_hangul, spaced_words
+from model.quality.form_signals import text_layer_signal
+from model.quality.parsed import parse_page
 
 KOREAN = [
     "큰", "문서를", "작업할", "때에", "여러", "부분으로", "입력", "파일을", "나누어놓는", "것이",
@@ -83,3 +85,13 @@ def test_a_run_is_respaced_only_where_no_hangul_adjoins_it():
 
 def test_a_gap_under_a_fifth_of_the_type_is_no_word_space():
     assert spaced_words(_rawdict(("문서", 1.5), ("를", 0.0))) == {}
+
+
+def test_the_text_layer_signal_counts_korean_by_syllables_so_spacing_it_loses_nothing():
+    run_together = "\n".join(["".join(KOREAN)] * 25)  # the layer: one word a line
+    spaced = "\n\n".join([" ".join(KOREAN)] * 25)  # the engine's reading
+    signal = text_layer_signal(parse_page(spaced), run_together)
+    assert signal is not None and signal.ok and signal.value == 1.0
+    other = "\n\n".join(["다른 페이지의 전혀 다른 글자들이 여기에 있습니다"] * 25)
+    signal = text_layer_signal(parse_page(other), run_together)
+    assert signal is not None and not signal.ok

@@ -149,16 +149,23 @@ def confidence_signal(confidence: float | None) -> Signal | None:
 
 
 _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
+# What is counted: words, but Korean syllable by syllable, since a Korean text layer may set
+# its word spaces as gaps, which the engine writes as spaces (``model.hangul_spacing``) and
+# the layer's own text has not: counted as words, the layer's run-together words would be
+# missing from a rightly spaced reading.
+_COUNTED = re.compile(r"[\uac00-\ud7a3]|[^\W_\uac00-\ud7a3]{2,}", re.UNICODE)
 
 
 def text_layer_signal(page: ParsedPage, text_layer: str | None) -> Signal | None:
-    """The share of the text layer's words that the output holds (a multiset recall)."""
+    """The share of the text layer's words that the output holds (a multiset recall), for a
+    layer of at least ``MIN_TEXT_LAYER_WORDS`` words."""
     if not text_layer:
         return None
-    truth = Counter(w.lower() for w in _WORD.findall(text_layer.replace("\u00ad", "")))
-    if sum(truth.values()) < MIN_TEXT_LAYER_WORDS:
+    layer = text_layer.replace("\u00ad", "")
+    if len(_WORD.findall(layer)) < MIN_TEXT_LAYER_WORDS:
         return None
-    got = Counter(w.lower() for w in _WORD.findall(page.text))
+    truth = Counter(w.lower() for w in _COUNTED.findall(layer))
+    got = Counter(w.lower() for w in _COUNTED.findall(page.text))
     recall = sum((truth & got).values()) / sum(truth.values())
     ok = recall >= MIN_TEXT_LAYER_RECALL
     detail = "" if ok else f"holds {recall:.0%} of the text layer's words"
