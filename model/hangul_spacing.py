@@ -19,12 +19,18 @@ from typing import Any
 # A gap this share of the type size or wider is a word space (words' gaps on the Korean
 # lshort are 0.32 of it, syllables' 0.003).
 MIN_GAP_EM = 0.2
-# Hangul syllables, jamo and compatibility jamo.
-_HANGUL = re.compile(r"[\uac00-\ud7a3\u1100-\u11ff\u3130-\u318f]")
+# The precomposed Hangul syllables (a character class's range), and with them the jamo and
+# compatibility jamo.
+SYLLABLES = "\uac00-\ud7a3"
+_HANGUL = re.compile(rf"[{SYLLABLES}\u1100-\u11ff\u3130-\u318f]")
 
 
 def is_hangul(character: str) -> bool:
     return bool(_HANGUL.match(character))
+
+
+def has_hangul(text: str) -> bool:
+    return bool(_HANGUL.search(text))
 
 
 def spaced_words(rawdict: dict[str, Any]) -> dict[str, str]:

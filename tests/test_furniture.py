@@ -10,6 +10,7 @@ import pytest
 
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
+from model.engines.pdf_text import TEXT_DICT_FLAGS
 from model.layout.furniture import drop_furniture, holds_formula
 from model.quality.realpages import CORPUS
 
@@ -25,6 +26,11 @@ pytestmark = pytest.mark.skipif(not ODT.is_file(), reason="the shared corpus is 
 @pytest.fixture(scope="module")
 def engine() -> LocalEngine:
     return LocalEngine()
+
+
+def _page_dict(path) -> dict:
+    with pymupdf.open(path) as doc:
+        return doc[0].get_text("dict", flags=TEXT_DICT_FLAGS)
 
 
 def _read(engine: LocalEngine, path, headers: str) -> str:
@@ -45,9 +51,8 @@ def test_a_page_number_the_layout_model_calls_a_page_foot_is_still_dropped(engin
 
 
 def test_a_foot_holds_a_formula_by_its_glyphs_not_by_its_place():
-    with pymupdf.open(ODT) as odt, pymupdf.open(AVIATION) as aviation:
-        assert holds_formula(odt[0], ODT_FOOT)
-        assert not holds_formula(aviation[0], AVIATION_FOOT)
+    assert holds_formula(_page_dict(ODT), ODT_FOOT)
+    assert not holds_formula(_page_dict(AVIATION), AVIATION_FOOT)
 
 
 def _chunk(*boxes: tuple[str, str, tuple[float, float, float, float]]) -> dict:
@@ -60,13 +65,12 @@ def _chunk(*boxes: tuple[str, str, tuple[float, float, float, float]]) -> dict:
 
 
 def test_the_cut_chunk_keeps_every_box_with_its_text_where_it_now_is():
-    with pymupdf.open(AVIATION) as doc:
-        chunk = _chunk(
-            ("page-header", "Running head\n\n", (50, 20, 300, 30)),
-            ("text", "Body text.\n\n", (50, 100, 500, 200)),
-            ("page-footer", "7-45\n\n", AVIATION_FOOT),
-        )
-        cut = drop_furniture(chunk, doc[0])
+    chunk = _chunk(
+        ("page-header", "Running head\n\n", (50, 20, 300, 30)),
+        ("text", "Body text.\n\n", (50, 100, 500, 200)),
+        ("page-footer", "7-45\n\n", AVIATION_FOOT),
+    )
+    cut = drop_furniture(chunk, _page_dict(AVIATION))
     assert cut is not None
     assert cut["text"] == "Body text.\n\n"
     assert [box["pos"] for box in cut["page_boxes"]] == [(0, 0), (0, 12), (12, 12)]
@@ -74,10 +78,10 @@ def test_the_cut_chunk_keeps_every_box_with_its_text_where_it_now_is():
 
 
 def test_a_page_whose_only_text_is_a_head_keeps_it_and_untiled_boxes_are_not_cut():
-    with pymupdf.open(AVIATION) as doc:
-        only = _chunk(("page-footer", "7-45\n\n", AVIATION_FOOT))
-        assert drop_furniture(only, doc[0]) == only
-        untiled = _chunk(("text", "Body.\n\n", (50, 100, 500, 200)),
-                         ("page-footer", "7-45\n\n", AVIATION_FOOT))  # fmt: skip
-        untiled["text"] += "text outside every box"
-        assert drop_furniture(untiled, doc[0]) is None
+    page_dict = _page_dict(AVIATION)
+    only = _chunk(("page-footer", "7-45\n\n", AVIATION_FOOT))
+    assert drop_furniture(only, page_dict) == only
+    untiled = _chunk(("text", "Body.\n\n", (50, 100, 500, 200)),
+                     ("page-footer", "7-45\n\n", AVIATION_FOOT))  # fmt: skip
+    untiled["text"] += "text outside every box"
+    assert drop_furniture(untiled, page_dict) is None

@@ -15,7 +15,7 @@ from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
 from model.formulas import place_formulas
-from model.hangul_spacing import is_hangul, respace_hangul
+from model.hangul_spacing import has_hangul, respace_hangul
 from model.layout import PageLayout
 from model.layout.furniture import drop_furniture
 from model.layout.reading_order import reorder_chunk
@@ -91,14 +91,14 @@ def text_layer_markdown(
     """The page's Markdown and its blocks, from one pass of pymupdf4llm (``page_chunks``
     returns the layout model's boxes beside the text), repaired (``model.markdown_repair``),
     and what could not be recovered (notes for the quality signals)."""
-    markdown, layout = pymupdf4llm_markdown(doc, options)
+    # The glyphs' geometry, which Markdown has lost: spacing of code lines, the sizes and
+    # baselines that make a formula's scripts, and so which running heads hold a formula.
+    page_dict = doc[0].get_text("dict", flags=TEXT_DICT_FLAGS)
+    markdown, layout = pymupdf4llm_markdown(doc, options, page_dict)
     if options.table_format == "auto":
         markdown = auto_tables(markdown)
     elif options.table_format == "html":
         markdown = html_tables(markdown)
-    # The glyphs' geometry, which Markdown has lost: spacing of code lines, and the sizes
-    # and baselines that make a formula's scripts.
-    page_dict = doc[0].get_text("dict", flags=TEXT_DICT_FLAGS)
     page_lines = [
         "".join(span["text"] for span in line["spans"])
         for block in page_dict["blocks"]
@@ -115,7 +115,7 @@ def text_layer_markdown(
     repaired, formula_notes = place_formulas(repaired, formulas)
     # After the formulas: they are found by the Markdown's spacing, and their lines kept.
     repaired = respace_words(repaired, page_lines)
-    if any(is_hangul(ch) for line in page_lines for ch in line):
+    if any(has_hangul(line) for line in page_lines):
         repaired = respace_hangul(repaired, rawdict)
     formula_notes = stack_notes + formula_notes
     if any(has_arabic(line) for line in page_lines):
@@ -127,7 +127,7 @@ def text_layer_markdown(
 
 
 def pymupdf4llm_markdown(
-    doc: pymupdf.Document, options: EngineOptions
+    doc: pymupdf.Document, options: EngineOptions, page_dict: dict[str, Any]
 ) -> tuple[str, PageLayout | None]:
     import pymupdf.layout
 
@@ -166,7 +166,7 @@ def pymupdf4llm_markdown(
     with cheaper_tables():
         chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
     if options.headers == "drop":
-        cut = drop_furniture(chunk, doc[0])
+        cut = drop_furniture(chunk, page_dict)
         if cut is None:  # boxes that cannot be cut apart: pymupdf4llm drops the heads itself
             kwargs.update(header=False, footer=False)
             with cheaper_tables():

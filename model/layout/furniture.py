@@ -18,23 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
-import pymupdf
-
 from model.formulas import line_formula
 from model.layout.reading_order import boxes_tile
 from model.math_runs import line_math_runs
 from model.postprocess import tidy_markdown
 
 FURNITURE = {"page-header", "page-footer"}
-# The glyphs of a box's lines, as the formula finders read them (no images decoded).
-_DICT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
 
 
-def drop_furniture(chunk: dict[str, Any], page: pymupdf.Page) -> dict[str, Any] | None:
+def drop_furniture(chunk: dict[str, Any], page_dict: dict[str, Any]) -> dict[str, Any] | None:
     """``chunk`` (one page of ``pymupdf4llm.to_markdown(..., page_chunks=True)`` with heads and
     feet kept) without the text of its head and foot boxes, each box's ``pos`` moved to match
     and a dropped box's made empty, as pymupdf4llm leaves them when it drops them itself. Boxes
-    holding a formula stay; so does everything where every box with text is a head or foot.
+    holding a formula stay (their lines read from ``page_dict``, the page's
+    ``get_text("dict")``); so does everything where every box with text is a head or foot.
     None where the boxes do not tile the chunk's text (it cannot be cut by box)."""
     text = chunk.get("text") or ""
     boxes = chunk.get("page_boxes") or []
@@ -45,7 +42,7 @@ def drop_furniture(chunk: dict[str, Any], page: pymupdf.Page) -> dict[str, Any] 
     pieces, moved, offset = [], [], 0
     for box in boxes:
         start, end = box["pos"]
-        if box.get("class") in FURNITURE and not holds_formula(page, box["bbox"]):
+        if box.get("class") in FURNITURE and not holds_formula(page_dict, box["bbox"]):
             end = start
         pieces.append(text[start:end])
         moved.append({**box, "pos": (offset, offset + end - start)})
@@ -56,12 +53,15 @@ def drop_furniture(chunk: dict[str, Any], page: pymupdf.Page) -> dict[str, Any] 
     return {**chunk, "text": kept, "page_boxes": moved}
 
 
-def holds_formula(page: pymupdf.Page, bbox: Any) -> bool:
-    """Whether a line inside ``bbox`` on ``page`` is a formula by its glyphs: scripts or a math
-    font around a relation."""
-    clip = pymupdf.Rect(bbox)
-    for block in page.get_text("dict", clip=clip, flags=_DICT_FLAGS)["blocks"]:
+def holds_formula(page_dict: dict[str, Any], bbox: Any) -> bool:
+    """Whether a line of ``page_dict`` (``page.get_text("dict")``) whose middle lies inside
+    ``bbox`` is a formula by its glyphs: scripts or a math font around a relation."""
+    x0, y0, x1, y1 = (float(v) for v in bbox)
+    for block in page_dict.get("blocks", []):
         for line in block.get("lines", []):
+            left, top, right, bottom = line.get("bbox", (0, 0, 0, 0))
+            if not (x0 <= (left + right) / 2 <= x1 and y0 <= (top + bottom) / 2 <= y1):
+                continue
             spans = line.get("spans", [])
             if line_math_runs(spans) or line_formula(spans) is not None:
                 return True

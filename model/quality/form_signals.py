@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from model.hangul_spacing import SYLLABLES
 from model.quality.merged_cells import Grid, lost_merges
 from model.quality.parsed import ParsedPage
 from model.quality.review import Signal, severity_below
@@ -153,7 +154,7 @@ _WORD = re.compile(r"[^\W_]{2,}", re.UNICODE)
 # its word spaces as gaps, which the engine writes as spaces (``model.hangul_spacing``) and
 # the layer's own text has not: counted as words, the layer's run-together words would be
 # missing from a rightly spaced reading.
-_COUNTED = re.compile(r"[\uac00-\ud7a3]|[^\W_\uac00-\ud7a3]{2,}", re.UNICODE)
+_COUNTED = re.compile(rf"[{SYLLABLES}]|[^\W_{SYLLABLES}]{{2,}}", re.UNICODE)
 
 
 def text_layer_signal(page: ParsedPage, text_layer: str | None) -> Signal | None:
