@@ -10,18 +10,31 @@ A stack that is found but cannot be rebuilt with confidence (numerator and denom
 centred on their rule, a fraction inside a fraction, a radical with nothing under its rule)
 is left as text and reported, so the page is flagged rather than guessed at. A √ with no
 rule after it is ordinary text (``√2`` in a sentence) and left alone.
+
+Binomials and matrices (``model.formula_delimiters``) are stacks too, and take their place in
+a row the same way (``2^{k} - \\binom{k}{1} 2^{k-1}``).
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from model.formula_delimiters import delimited_stacks
+from model.formula_glyphs import (
+    Glyph,
+    Rule,
+    Segment,
+    Stack,
+    glyph_runs,
+    glyphs_latex,
+    glyphs_plain,
+    page_glyphs,
+    whole_expression,
+)
 from model.formulas import (
     _DASHES,
     SCRIPT_SIZE_RATIO,
@@ -50,54 +63,6 @@ MAX_PIECE_GAP = 2.0
 # How near (pt) another drawn stroke must come to a rule to meet it: the rule is then a line
 # of a drawing (a figure's side, an axis) and the labels beside it are no fraction.
 TOUCH = 1.0
-_RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
-
-
-@dataclass
-class Glyph:
-    c: str
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    size: float
-    baseline: float
-    span: int  # which span it came from, to group glyphs back into runs
-
-    @property
-    def cx(self) -> float:
-        return (self.x0 + self.x1) / 2
-
-    @property
-    def cy(self) -> float:
-        return (self.y0 + self.y1) / 2
-
-
-@dataclass(frozen=True)
-class Rule:
-    x0: float
-    x1: float
-    y: float
-    # a rule set as a line of rule characters: those characters, which the Markdown holds
-    text: str = ""
-
-
-# A drawn stroke as a straight segment (curves are cut into short ones): (x0, y0, x1, y1).
-Segment = tuple[float, float, float, float]
-
-
-@dataclass
-class _Stack:
-    """A fraction or a radical: the rule, the glyphs it consumes, and its LaTeX."""
-
-    rule: Rule
-    glyphs: list[Glyph] = field(default_factory=list)
-    latex: str = ""
-    # the baseline of the row it sits on: a radical's sign's, or a fraction's rule's (the
-    # math axis) lowered by a third of the type size, near enough to find the row's glyphs
-    baseline: float = 0.0
-    # its numerator and denominator, or radicand, as the extractor's characters
-    pieces: tuple[str, ...] = ()
 
 
 def page_rules(page: Any) -> tuple[list[Rule], list[tuple[float, float, float]]]:
@@ -202,7 +167,7 @@ def _fraction_like(
     rule) nor of a drawing (no other stroke meets it)."""
     size = max(g.size for g in numerator + denominator)
     for part in (numerator, denominator):
-        if not all(_is_mathy(word) for word in _text(part).split()):
+        if not all(_is_mathy(word) for word in glyphs_latex(part).split()):
             return False
         if _widest_gap(part) > MAX_PIECE_GAP * size:
             return False
@@ -243,59 +208,6 @@ def _widest_gap(part: list[Glyph]) -> float:
         widest = max(widest, g.x0 - edge)
         edge = max(edge, g.x1)
     return widest
-
-
-def _glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
-    """The page's glyphs, and the rules set as a line of rule characters (those glyphs left
-    out)."""
-    glyphs: list[Glyph] = []
-    rules: list[Rule] = []
-    span_id = 0
-    for block in rawdict.get("blocks", []):
-        for line in block.get("lines", []):
-            text = "".join(ch["c"] for s in line.get("spans", []) for ch in s.get("chars", []))
-            if _RULE_CHARS.match(text.strip()):
-                x0, y0, x1, y1 = line["bbox"]
-                rules.append(Rule(x0, x1, (y0 + y1) / 2, text.strip()))
-                continue
-            for span in line.get("spans", []):
-                span_id += 1
-                for ch in span.get("chars", []):
-                    if ch["c"].isspace() or _invisible(ch["c"]):
-                        continue
-                    x0, y0, x1, y1 = ch["bbox"]
-                    glyphs.append(
-                        Glyph(ch["c"], x0, y0, x1, y1, span["size"], ch["origin"][1], span_id)
-                    )
-    return glyphs, rules
-
-
-def _invisible(c: str) -> bool:
-    """A format character (zero-width space and joiners, direction marks, a soft hyphen):
-    no ink and nothing of a formula, though a font may give it a width and a place. A zero
-    width space set small and raised after a fraction read as a superscript on it, and the
-    fraction's place in its row was lost (a page of Maxwell's equations)."""
-    return unicodedata.category(c) == "Cf"
-
-
-def _runs(glyphs: list[Glyph]) -> list[dict[str, Any]]:
-    """Glyphs in reading order grouped back into span-like runs for :func:`spans_latex`
-    (a space where the gap between two glyphs is wider than a fifth of their size)."""
-    runs: list[dict[str, Any]] = []
-    last: Glyph | None = None
-    for g in sorted(glyphs, key=lambda g: g.x0):
-        gap = last is not None and g.x0 - last.x1 > 0.2 * g.size
-        if last is not None and last.span == g.span and last.baseline == g.baseline:
-            runs[-1]["text"] += (" " if gap else "") + g.c
-        else:
-            text = (" " if gap else "") + g.c
-            runs.append({"text": text, "size": g.size, "origin": (g.x0, g.baseline)})
-        last = g
-    return runs
-
-
-def _text(glyphs: list[Glyph]) -> str:
-    return spans_latex(_runs(glyphs)).strip()
 
 
 def _centred(glyphs: list[Glyph], rule: Rule) -> bool:
@@ -357,15 +269,15 @@ def _fraction(rule: Rule, glyphs: list[Glyph]) -> tuple[list[Glyph], list[Glyph]
 
 @page_step("formula rebuilding", fallback=no_findings_no_notes)
 def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula], list[str]]:
-    """The fractions and radicals on a page, as formulas to place in its Markdown, and notes
-    for those found but not rebuilt. ``rawdict`` is ``page.get_text("rawdict")``."""
-    glyphs, text_rules = _glyphs(rawdict)
+    """The fractions, radicals, binomials and matrices on a page, as formulas to place in its
+    Markdown, and notes for those found but not rebuilt. ``rawdict`` is
+    ``page.get_text("rawdict")``."""
+    glyphs, text_rules = page_glyphs(rawdict)
     drawn, uprights, segments = page_strokes(page)
     rules = sorted(set(drawn + text_rules), key=lambda r: (r.y, r.x0))
-    if not rules or not glyphs:
+    if not glyphs:
         return [], []
-    notes: list[str] = []
-    stacks: list[_Stack] = []
+    stacks, notes = delimited_stacks(page, glyphs, rules)
     near = _near_rows(glyphs)
     for rule in rules:
         # Only glyphs a few lines from the rule can be its numerator, denominator or radicand
@@ -376,9 +288,9 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
             if not radicand:
                 notes.append("radical left as text: nothing found under its rule")
                 continue
-            latex = r"\sqrt{" + _text(radicand) + "}"
+            latex = r"\sqrt{" + glyphs_latex(radicand) + "}"
             stacks.append(
-                _Stack(rule, [sign, *radicand], latex, sign.baseline, (_plain(radicand),))
+                Stack(rule, [sign, *radicand], latex, sign.baseline, (glyphs_plain(radicand),))
             )
             continue
         numerator, denominator = _fraction(rule, band)
@@ -403,14 +315,14 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
         if nested or not (_centred(numerator, rule) and _centred(denominator, rule)):
             notes.append(f"fraction left as text: {plain[:40]}")
             continue
-        top, bottom = _text(numerator), _text(denominator)
-        if not (_whole(top) and _whole(bottom)):
+        top, bottom = glyphs_latex(numerator), glyphs_latex(denominator)
+        if not (whole_expression(top) and whole_expression(bottom)):
             notes.append(f"fraction left as text: {plain[:40]}")
             continue
         latex = r"\frac{" + top + "}{" + bottom + "}"
         size = max(g.size for g in numerator + denominator)
-        pieces = (_plain(numerator), _plain(denominator))
-        stacks.append(_Stack(rule, numerator + denominator, latex, rule.y + size / 3, pieces))
+        pieces = (glyphs_plain(numerator), glyphs_plain(denominator))
+        stacks.append(Stack(rule, numerator + denominator, latex, rule.y + size / 3, pieces))
     # A glyph claimed by two stacks (a radical in a numerator …) is beyond what this rebuilds.
     claimed = Counter(id(g) for s in stacks for g in s.glyphs)
     clean = [s for s in stacks if all(claimed[id(g)] == 1 for g in s.glyphs)]
@@ -442,31 +354,9 @@ def _near_rows(glyphs: list[Glyph]) -> Callable[[float], list[Glyph]]:
     return near
 
 
-def _plain(glyphs: list[Glyph]) -> str:
-    """Glyphs' characters in the order the extractor writes a line's (scripts in it too)."""
-    ordered = sorted(glyphs, key=lambda g: g.x0)
-    return _squash("".join(g.c for g in ordered))
-
-
-def _whole(latex: str) -> bool:
-    """Whether a numerator's or denominator's LaTeX stands on its own: brackets and braces
-    balanced, no script with nothing before it (a part cut out of something larger)."""
-    if not latex or latex[0] in "^_":
-        return False
-    for open_, close in (("(", ")"), ("[", "]"), ("{", "}")):
-        depth = 0
-        for ch in latex:
-            depth += (ch == open_) - (ch == close)
-            if depth < 0:
-                return False
-        if depth:
-            return False
-    return True
-
-
-def _rows(stacks: list[_Stack]) -> list[list[_Stack]]:
+def _rows(stacks: list[Stack]) -> list[list[Stack]]:
     """Stacks on the same row of a formula (``\\frac{a}{b} + \\frac{c}{d}``) together."""
-    rows: list[list[_Stack]] = []
+    rows: list[list[Stack]] = []
     for stack in sorted(stacks, key=lambda s: (s.baseline, s.rule.x0)):
         size = max(g.size for g in stack.glyphs)
         if rows and abs(rows[-1][0].baseline - stack.baseline) <= 0.5 * size:
@@ -476,7 +366,7 @@ def _rows(stacks: list[_Stack]) -> list[list[_Stack]]:
     return rows
 
 
-def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
+def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
     """The row's stacks among the glyphs beside them on their baseline, as one formula: the
     run of formula-like words around the stacks (prose on the row stays out of it)."""
     size = max(g.size for s in row for g in s.glyphs)
@@ -512,7 +402,7 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
         if isinstance(item, Glyph):
             pending.append(item)
             continue
-        runs += _runs(pending)
+        runs += glyph_runs(pending)
         pending = []
         runs.append(
             {
@@ -521,7 +411,7 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
                 "origin": (item.rule.x0, baseline),
             }
         )
-    runs += _runs(pending)
+    runs += glyph_runs(pending)
     words = spans_latex(runs, body=(size, baseline)).split()
     # A placeholder may carry a script (``\stacka^{2}``: the fraction squared).
     marks = [i for i, w in enumerate(words) if re.match(r"\\stack[a-z](?![a-z])", w)]
@@ -539,7 +429,7 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
     plain = _plain_of([w for w in chosen if not w.startswith("\\stack")])
     for n, stack in enumerate(row):
         latex = latex.replace(f"\\stack{chr(97 + n)}", stack.latex)
-        plain += "".join(g.c for g in stack.glyphs)
+        plain += "".join(g.c for g in (stack.glyphs if stack.written is None else stack.written))
     whole = start == 0 and end == len(words)
     mine = [g for s in row for g in s.glyphs] + base
     box = (
@@ -567,7 +457,7 @@ def _row_formula(row: list[_Stack], free: list[Glyph]) -> Formula | None:
     )
 
 
-def _chain(base: list[Glyph], row: list[_Stack], size: float) -> list[Glyph]:
+def _chain(base: list[Glyph], row: list[Stack], size: float) -> list[Glyph]:
     """The base glyphs that reach the stacks without a gap wider than two ems (not text in
     the next column on the same baseline)."""
     left, right = min(s.rule.x0 for s in row), max(s.rule.x1 for s in row)

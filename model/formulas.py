@@ -10,8 +10,9 @@ the flat text the extractor wrote (``a<sup>2</sup> + 8 = 12`` → ``$$a^{2} + 8 
 Fractions set with a rule and radicals are rebuilt by ``model.formula_stacks``, and placed
 here too: their characters come out of the extractor in an order of its making, so they are
 matched in any order (``Formula.scattered``). On a line with a math font, ``model.math_runs``
-finds each run of math by its fonts instead, and hands the runs here to place. What this
-does not attempt: matrices, binomials, multi-line displays as one environment. A formula
+finds each run of math by its fonts instead, and hands the runs here to place; binomials
+and matrices between tall delimiters come from ``model.formula_delimiters``. What this does
+not attempt: ``cases``, aligned multi-line displays as one environment. A formula
 that cannot be located or rebuilt is left as text and reported, so the page is flagged
 rather than guessed at.
 """

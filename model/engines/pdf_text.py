@@ -111,8 +111,16 @@ def text_layer_markdown(
     # Fractions with a rule and radicals need the glyphs one by one and the page's drawings.
     rawdict = doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS)
     stacked, stack_notes = stacked_formulas(doc[0], rawdict)
-    formulas = stacked + page_formulas(page_dict, skip=[f.box for f in stacked if f.box])
-    repaired, formula_notes = place_formulas(repaired, formulas)
+    # The runs of math inside a stacked formula's box are its own, unless it could not be
+    # placed and stays text: then they are placed as on a page without it.
+    placed_boxes = []
+    for formula in stacked:
+        repaired, missed = place_formulas(repaired, [formula])
+        stack_notes += missed
+        if not missed and formula.box:
+            placed_boxes.append(formula.box)
+    runs = page_formulas(page_dict, skip=placed_boxes)
+    repaired, formula_notes = place_formulas(repaired, runs)
     # After the formulas: they are found by the Markdown's spacing, and their lines kept.
     repaired = respace_words(repaired, page_lines)
     if any(has_hangul(line) for line in page_lines):

@@ -1,0 +1,154 @@
+"""Binomials and matrices between tall delimiters on born-digital pages, through the local
+engine's text-layer path. The pages are drawn with PyMuPDF: letters in Helvetica, the
+delimiters built of Unicode pieces (⎛ ⎜ ⎝), which MuPDF sets in its own math font, as
+typesetters other than TeX write them; TeX's extension font, whose delimiters have no
+Unicode, is read by its character codes (checked on glyph records here)."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from model.engines.base import EngineOptions, PageInput
+from model.engines.local import LocalEngine
+from model.engines.pdf_text import TEXT_RAWDICT_FLAGS
+from model.formula_delimiters import delimited_stacks, delimiter_kind
+from model.formula_glyphs import Glyph, page_glyphs
+from model.formula_stacks import stacked_formulas
+
+HELVETICA = pymupdf.Font("helv")
+SYMBOLS = pymupdf.Font("symb")  # MuPDF sets the pieces in its fallback math font
+PROSE = "A paragraph of ordinary prose sits on this page so that it reads as a page of text."
+
+
+@pytest.fixture(scope="module")
+def engine() -> LocalEngine:
+    return LocalEngine()
+
+
+class _Page:
+    def __init__(self) -> None:
+        self.doc = pymupdf.open()
+        self.page = self.doc.new_page(width=595, height=842)
+        self.writer = pymupdf.TextWriter(self.page.rect)
+        self.text(72, 80, PROSE)
+
+    def text(self, x: float, y: float, text: str) -> None:
+        self.writer.append((x, y), text, font=HELVETICA, fontsize=10)
+
+    def delimiter(self, x: float, top: float, pieces: str) -> None:
+        """A tall delimiter of pieces, one under another from the baseline ``top``."""
+        for n, piece in enumerate(pieces):
+            self.writer.append((x, top + 9 * n), piece, font=SYMBOLS, fontsize=10)
+
+    def pdf(self) -> bytes:
+        self.text(72, 400, "And a closing paragraph of prose after the formulas.")
+        self.writer.write_text(self.page)
+        try:
+            return bytes(self.doc.tobytes())
+        finally:
+            self.doc.close()
+
+
+def _binomial(page: _Page, x: float, top: float, upper: str, lower: str) -> None:
+    page.delimiter(x, top, "⎛⎜⎝")
+    page.text(x + 6, top + 5, upper)
+    page.text(x + 6, top + 18, lower)
+    page.delimiter(x + 14, top, "⎞⎟⎠")
+
+
+def _read(engine: LocalEngine, data: bytes) -> tuple[str, list[str]]:
+    result = engine.transcribe(PageInput(data, "application/pdf", 1), EngineOptions())
+    return result.markdown, result.extra["extraction_notes"]
+
+
+def test_a_binomial_in_a_display_becomes_binom(engine: LocalEngine) -> None:
+    page = _Page()
+    page.text(100, 132, "N =")
+    _binomial(page, 122, 120, "k", "1")
+    page.text(146, 132, "+ 1")
+    markdown, notes = _read(engine, page.pdf())
+    assert "$$N = \\binom{k}{1} + 1$$" in markdown
+    assert "⎛" not in markdown and "⎝" not in markdown
+    assert not notes
+
+
+def test_a_matrix_keeps_its_rows_columns_and_brackets(engine: LocalEngine) -> None:
+    page = _Page()
+    page.text(72, 150, "and the matrix")
+    page.delimiter(122, 160, "⎡⎢⎣")
+    for row, (left, right) in enumerate((("a", "b"), ("c", "d"))):
+        page.text(129, 166 + 13 * row, left)
+        page.text(145, 166 + 13 * row, right)
+    page.delimiter(153, 160, "⎤⎥⎦")
+    markdown, notes = _read(engine, page.pdf())
+    assert "$$\\begin{bmatrix} a & b \\\\ c & d \\end{bmatrix}$$" in markdown
+    assert "and the matrix" in markdown
+    assert not notes
+
+
+def test_two_stacks_on_two_lines_stay_apart() -> None:
+    """Delimiters one above another are two pairs, each with its own rows."""
+    page = _Page()
+    _binomial(page, 122, 120, "n", "k")
+    _binomial(page, 122, 170, "m", "j")
+    doc = pymupdf.open("pdf", page.pdf())
+    formulas, notes = stacked_formulas(doc[0], doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert sorted(f.latex for f in formulas) == ["\\binom{m}{j}", "\\binom{n}{k}"]
+    assert not notes
+
+
+def test_a_fraction_in_large_parentheses_is_no_binomial() -> None:
+    page = _Page()
+    page.delimiter(122, 120, "⎛⎜⎝")
+    page.text(128, 125, "c")
+    page.text(128, 138, "d")
+    page.delimiter(136, 120, "⎞⎟⎠")
+    doc = pymupdf.open("pdf", page.pdf())
+    doc[0].draw_line((127, 129.5), (135, 129.5), width=0.5)
+    page_ = doc[0]
+    glyphs, _ = page_glyphs(page_.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    formulas, _ = stacked_formulas(page_, page_.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert not any("binom" in f.latex for f in formulas)  # the fraction finder's to read
+    stacks, notes = delimited_stacks(page_, glyphs, [])
+    assert [s.latex for s in stacks] == ["\\binom{c}{d}"]  # what the rule alone prevents
+
+
+def test_a_stack_of_prose_is_left_as_text_and_reported() -> None:
+    page = _Page()
+    page.delimiter(122, 120, "⎛⎜⎝")
+    page.text(128, 125, "the first")
+    page.text(128, 138, "the second")
+    page.delimiter(190, 120, "⎞⎟⎠")
+    doc = pymupdf.open("pdf", page.pdf())
+    glyphs, _ = page_glyphs(doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    stacks, notes = delimited_stacks(doc[0], glyphs, [])
+    assert stacks == []
+    assert notes and notes[0].startswith("matrix left as text")
+
+
+def test_short_brackets_in_prose_are_no_delimiters() -> None:
+    """Parentheses of a text font, one line above another, are punctuation."""
+    page = _Page()
+    page.text(72, 120, "(see the note) and")
+    page.text(72, 132, "(the other note)")
+    doc = pymupdf.open("pdf", page.pdf())
+    glyphs, _ = page_glyphs(doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert delimited_stacks(doc[0], glyphs, []) == ([], [])
+
+
+def _glyph(code: int, font: str = "KZFRJM+CMEX10") -> Glyph:
+    return Glyph(chr(code), 0, 0, 5, 10, 9.96, 8, 1, font)
+
+
+def test_tex_extension_font_codes_name_their_delimiters() -> None:
+    """MuPDF gives a CMEX glyph with no Unicode as its character code: 0x12 and 0x13 are
+    \\bigg( and \\bigg) (the binomials of amsmath's guide, p. 20), 0x30 a parenthesis's top
+    piece, 0x0C a bar's extension; a mapped piece keeps its own character."""
+    assert delimiter_kind(_glyph(0x12)) == "("
+    assert delimiter_kind(_glyph(0x13)) == ")"
+    assert delimiter_kind(_glyph(0x14)) == "["
+    assert delimiter_kind(_glyph(0x30)) == "("
+    assert delimiter_kind(_glyph(0x0C)) == "|"
+    assert delimiter_kind(_glyph(0xF8F6)) == ")"  # the Symbol font's parenrighttp
+    assert delimiter_kind(_glyph(0x12, font="CMR10")) == ""  # a control code, not a delimiter
