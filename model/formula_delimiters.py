@@ -20,7 +20,6 @@ left as text and reported, so the page is flagged rather than guessed at.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +27,7 @@ import pymupdf
 
 from model.formula_glyphs import Glyph, Rule, Stack, glyphs_latex, glyphs_plain, whole_expression
 from model.formulas import SCRIPT_SIZE_RATIO, _is_mathy, is_math_font
+from model.tex_extension import DELIMITER_CODES, PIECE_CODES, is_extension_font
 
 # A delimiter is tall when its ink is at least this many times its type size (a \big one
 # is about 1.2, \Big 1.8, \bigg 2.4: a binomial's in a display is \bigg's size).
@@ -41,29 +41,15 @@ PAIR_OVERLAP = 0.7
 # A gap of at least this many type sizes, empty on every row, parts two columns (amsmath
 # sets its matrices' columns two \arraycolsep, about an em, apart).
 COLUMN_GAP = 0.8
+# ... and this many in a small matrix, whose cells are set in script style, where TeX puts no
+# space around an operator or a relation (\smallmatrix's columns are about 0.4 em apart).
+SCRIPT_COLUMN_GAP = 0.3
 
-# TeX's math extension font has no Unicode for its delimiters: MuPDF gives their character
-# codes (``TEXT_CID_FOR_UNKNOWN_UNICODE``), which are the font's layout (the TeXbook's
-# Appendix F, cmex10): \big \Big \bigg \Bigg sizes of ( ) [ ] { }, then the pieces that
-# build larger ones (tops, bottoms, extensions), and the bars' extensions.
-_CMEX = {
-    **dict.fromkeys((0x00, 0x10, 0x12, 0x20, 0x30, 0x40, 0x42), "("),
-    **dict.fromkeys((0x01, 0x11, 0x13, 0x21, 0x31, 0x41, 0x43), ")"),
-    **dict.fromkeys((0x02, 0x14, 0x22, 0x32, 0x34, 0x36, 0x68), "["),
-    **dict.fromkeys((0x03, 0x15, 0x23, 0x33, 0x35, 0x37, 0x69), "]"),
-    **dict.fromkeys((0x08, 0x1A, 0x28, 0x38, 0x3A, 0x3C, 0x6E), "{"),
-    **dict.fromkeys((0x09, 0x1B, 0x29, 0x39, 0x3B, 0x3D, 0x6F), "}"),
-    0x3E: "",
-    0x0C: "|",
-    0x0D: "‖",
-}
-_EXTENSION_FONT = re.compile(r"^(?:CM|LM)EX\d|MathExtension", re.IGNORECASE)
 # Unicode and the Symbol font's private-use code points for delimiters and their pieces;
 # "" for a piece both kinds of brace share (the brace's extension). Pieces are the parts a
 # large delimiter is built of; any other is whole and joins nothing.
 _PRIVATE = "".join(map(chr, range(0xF8EB, 0xF8FF)))
 _PIECES = frozenset("⎛⎜⎝⎞⎟⎠⎡⎢⎣⎤⎥⎦⎧⎨⎩⎪⎫⎬⎭⎮" + _PRIVATE)
-_CMEX_PIECES = frozenset((0x0C, 0x0D, *range(0x30, 0x44)))
 _KINDS = {
     **dict.fromkeys("(⎛⎜⎝\uf8eb\uf8ec\uf8ed", "("),
     **dict.fromkeys(")⎞⎟⎠\uf8f6\uf8f7\uf8f8", ")"),
@@ -77,12 +63,22 @@ _KINDS = {
 }
 _DOTS = ".·…⋯"
 _CLOSING = {"(": ")", "[": "]", "{": "}", "|": "|", "‖": "‖"}
+_SIZED_LATEX = {
+    "(": "(",
+    ")": ")",
+    "[": "[",
+    "]": "]",
+    "{": "\\{",
+    "}": "\\}",
+    "|": "|",
+    "‖": "\\|",
+}
 _ENVIRONMENTS = {"(": "pmatrix", "[": "bmatrix", "{": "Bmatrix", "|": "vmatrix", "‖": "Vmatrix"}
 _ACCURATE = pymupdf.TEXTFLAGS_RAWDICT & ~pymupdf.TEXT_PRESERVE_IMAGES | pymupdf.TEXT_ACCURATE_BBOXES
 
 
 @dataclass
-class _Delimiter:
+class Delimiter:
     kind: str
     x0: float
     y0: float
@@ -95,19 +91,38 @@ class _Delimiter:
     def height(self) -> float:
         return self.y1 - self.y0
 
+    def latex(self, opening: bool) -> str:
+        """``\\left(`` or ``\\right)``: sized to what it encloses, as it was set."""
+        return ("\\left" if opening else "\\right") + _SIZED_LATEX[self.kind]
+
+    def written(self) -> list[Glyph]:
+        """Its glyphs the Markdown holds: not one with no Unicode or a private-use one
+        (``model.markdown_repair`` drops them)."""
+        return [g for g in self.glyphs if g.c in _KINDS and g.c not in _PRIVATE]
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A pair of tall delimiters around something that is no stack of its own."""
+
+    left: Delimiter
+    right: Delimiter
+
 
 def delimited_stacks(
     page: Any, glyphs: list[Glyph], rules: list[Rule]
-) -> tuple[list[Stack], list[str]]:
-    """The binomials and matrices among a page's glyphs, and notes for those found but not
-    rebuilt. ``rules`` are the page's short rules: one between a stack's rows makes it a
-    fraction in large delimiters, no stack."""
-    pieces = [g for g in glyphs if _delimiter_piece(g)]
+) -> tuple[list[Stack], list[Wrapper], list[str]]:
+    """The binomials and matrices among a page's glyphs; the pairs of tall delimiters around
+    anything else (a fraction, a sum with its limits: ``\\left( … \\right)``), for the row
+    that holds it to take in; and notes for the stacks found but not rebuilt. ``rules`` are
+    the page's short rules: one between a pair's rows makes it a fraction in delimiters."""
+    pieces = [g for g in glyphs if is_delimiter_glyph(g)]
     if not pieces:
-        return [], []
+        return [], [], []
     inked = _accurate_boxes(page, pieces)
     delimiters = [d for d in _join_pieces(inked) if d.height >= TALL * d.size and d.kind]
     stacks: list[Stack] = []
+    wrappers: list[Wrapper] = []
     notes: list[str] = []
     taken = {id(g) for d in delimiters for g in d.glyphs}
     for left, right in _pairs(delimiters):
@@ -119,40 +134,35 @@ def delimited_stacks(
             and g.x1 <= right.x0 + 0.1 * g.size
             and left.y0 <= g.cy <= left.y1
         ]
-        if not inside:
-            continue
-        rows = _rows(inside)
-        body = max(g.size for g in inside)
-        if len(rows) < 2 or any(
-            max(g.size for g in row) < SCRIPT_SIZE_RATIO * body for row in rows
-        ):
-            # \left( … \right) around one tall thing, or a sum whose limits make rows
-            continue
-        if any(
+        if not inside or any(
             left.x1 <= d.x0 and d.x1 <= right.x0 and left.y0 <= (d.y0 + d.y1) / 2 <= left.y1
             for d in delimiters
         ):
-            continue  # delimiters inside delimiters: beyond what this rebuilds
-        if any(left.x1 <= r.x0 and r.x1 <= right.x0 and left.y0 < r.y < left.y1 for r in rules):
-            continue  # a fraction (or a radical's rule) in large delimiters
+            continue  # empty, or delimiters inside delimiters: beyond what this rebuilds
+        rows = _rows(inside)
+        body = max(g.size for g in inside)
+        if (
+            len(rows) < 2
+            or any(max(g.size for g in row) < SCRIPT_SIZE_RATIO * body for row in rows)
+            or any(left.x1 <= r.x0 and r.x1 <= right.x0 and left.y0 < r.y < left.y1 for r in rules)
+        ):
+            # one tall thing, a sum whose limits make rows, a fraction (or a radical's rule)
+            wrappers.append(Wrapper(left, right))
+            continue
         stack = _stack(left, right, inside)
         if stack is None:
             notes.append(f"matrix left as text: {glyphs_plain(inside)[:40]}")
         else:
             stacks.append(stack)
-    return stacks, notes
+    return stacks, wrappers, notes
 
 
-def _delimiter_piece(g: Glyph) -> bool:
+def is_delimiter_glyph(g: Glyph) -> bool:
+    """Whether a glyph is a delimiter of a math font or a piece of a tall one."""
     if g.c not in _KINDS and is_extension_font(g.font):
-        return ord(g.c) in _CMEX
+        return ord(g.c) in DELIMITER_CODES
     # an ordinary bracket in a text font is text; a tall one in a math font may be a variant
     return g.c in _KINDS and (not g.c.isascii() or is_math_font(g.font))
-
-
-def is_extension_font(name: str) -> bool:
-    """TeX's math extension font (Computer Modern's or Latin Modern's)."""
-    return bool(_EXTENSION_FONT.search(name.split("+", 1)[-1]))
 
 
 def delimiter_kind(g: Glyph) -> str:
@@ -161,7 +171,7 @@ def delimiter_kind(g: Glyph) -> str:
     # Unicode map gives "(" for every size of parenthesis (only the \\Bigg braces, codes 0x28
     # and 0x29, would read as parentheses where it has none).
     if g.c not in _KINDS and is_extension_font(g.font):
-        return _CMEX.get(ord(g.c), "")
+        return DELIMITER_CODES.get(ord(g.c), "")
     return _KINDS.get(g.c, "")
 
 
@@ -187,10 +197,10 @@ def _accurate_boxes(page: Any, pieces: list[Glyph]) -> list[tuple[Glyph, Box]]:
     ]
 
 
-def _join_pieces(pieces: list[tuple[Glyph, Box]]) -> list[_Delimiter]:
+def _join_pieces(pieces: list[tuple[Glyph, Box]]) -> list[Delimiter]:
     """Pieces stacked one on another at one left edge, as the delimiters they build (each
     glyph's box its ink's)."""
-    delimiters: list[_Delimiter] = []
+    delimiters: list[Delimiter] = []
     for g, (x0, y0, x1, y1) in sorted(pieces, key=lambda p: (round(p[1][0]), p[1][1])):
         kind = delimiter_kind(g)
         for d in delimiters:
@@ -207,13 +217,13 @@ def _join_pieces(pieces: list[tuple[Glyph, Box]]) -> list[_Delimiter]:
                 d.glyphs.append(g)
                 break
         else:
-            delimiters.append(_Delimiter(kind, x0, y0, x1, y1, g.size, [g]))
+            delimiters.append(Delimiter(kind, x0, y0, x1, y1, g.size, [g]))
     return delimiters
 
 
 def _is_piece(g: Glyph) -> bool:
     if g.c not in _KINDS and is_extension_font(g.font):
-        return ord(g.c) in _CMEX_PIECES
+        return ord(g.c) in PIECE_CODES
     return g.c in _PIECES
 
 
@@ -222,7 +232,7 @@ def _joinable(kind: str, other: str) -> bool:
     return kind == other or "" in (kind, other)
 
 
-def _pairs(delimiters: list[_Delimiter]) -> list[tuple[_Delimiter, _Delimiter]]:
+def _pairs(delimiters: list[Delimiter]) -> list[tuple[Delimiter, Delimiter]]:
     """Each opening delimiter with the nearest closing one of its kind and height to its
     right, innermost first; bars with the next bar alike."""
     used: set[int] = set()
@@ -258,17 +268,18 @@ def _pairs(delimiters: list[_Delimiter]) -> list[tuple[_Delimiter, _Delimiter]]:
     return pairs
 
 
-def _alike(a: _Delimiter, b: _Delimiter) -> bool:
+def _alike(a: Delimiter, b: Delimiter) -> bool:
     overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
     return overlap >= PAIR_OVERLAP * min(a.height, b.height)
 
 
-def _stack(left: _Delimiter, right: _Delimiter, inside: list[Glyph]) -> Stack | None:
+def _stack(left: Delimiter, right: Delimiter, inside: list[Glyph]) -> Stack | None:
     rows = _rows(inside)
     size = max(g.size for g in inside)
     if any(all(g.c in _DOTS for g in row) for row in rows):
         return None  # a row of dots across the columns (\\hdotsfor): not rebuilt
-    columns = _column_edges(rows, size)
+    small = size < SCRIPT_SIZE_RATIO * left.size
+    columns = _column_edges(rows, (SCRIPT_COLUMN_GAP if small else COLUMN_GAP) * size)
     cells = [
         [[g for g in row if _column(g, columns) == c] for c in range(len(columns) + 1)]
         for row in rows
@@ -288,8 +299,7 @@ def _stack(left: _Delimiter, right: _Delimiter, inside: list[Glyph]) -> Stack | 
         latex = rf"\begin{{{environment}}} {body} \end{{{environment}}}"
     axis = (left.y0 + left.y1) / 2
     pieces = tuple(glyphs_plain(cell) for row in cells for cell in row if cell)
-    # a delimiter with no Unicode, or a private-use one, is gone from the Markdown
-    written = [g for g in left.glyphs + right.glyphs if g.c in _KINDS and g.c not in _PRIVATE]
+    written = left.written() + right.written()
     return Stack(
         Rule(left.x0, right.x1, axis),
         [*left.glyphs, *right.glyphs, *inside],
@@ -316,13 +326,13 @@ def _rows(glyphs: list[Glyph]) -> list[list[Glyph]]:
     return rows
 
 
-def _column_edges(rows: list[list[Glyph]], size: float) -> list[float]:
-    """The x of each gap, empty on every row, wide enough to part two columns."""
+def _column_edges(rows: list[list[Glyph]], gap: float) -> list[float]:
+    """The x of each gap, empty on every row, at least ``gap`` wide."""
     spans = sorted((g.x0, g.x1) for row in rows for g in row)
     edges = []
     reach = spans[0][1]
     for x0, x1 in spans[1:]:
-        if x0 - reach >= COLUMN_GAP * size:
+        if x0 - reach >= gap:
             edges.append((reach + x0) / 2)
         reach = max(reach, x1)
     return edges

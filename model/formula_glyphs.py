@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from model.formulas import _squash, spans_latex
+from model.tex_extension import is_extension_font
 
 _RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
 
@@ -111,13 +113,22 @@ def glyph_runs(glyphs: list[Glyph]) -> list[dict[str, Any]]:
             runs[-1]["text"] += (" " if gap else "") + g.c
         else:
             text = (" " if gap else "") + g.c
-            runs.append({"text": text, "size": g.size, "origin": (g.x0, g.baseline)})
+            run = {"text": text, "size": g.size, "origin": (g.x0, g.baseline)}
+            if is_extension_font(g.font):
+                run["font"] = g.font  # its delimiters are read by their codes
+            runs.append(run)
         last = g
     return runs
 
 
 def glyphs_latex(glyphs: list[Glyph]) -> str:
-    return spans_latex(glyph_runs(glyphs)).strip()
+    """Glyphs as LaTeX, their scripts judged against the largest type among them (a line's
+    main span, judged by the type it sets, would be the ``11`` of ``a_{11}``)."""
+    if not glyphs:
+        return ""
+    largest = max(g.size for g in glyphs)
+    baseline = Counter(g.baseline for g in glyphs if g.size == largest).most_common(1)[0][0]
+    return spans_latex(glyph_runs(glyphs), body=(largest, baseline)).strip()
 
 
 def glyphs_plain(glyphs: list[Glyph]) -> str:

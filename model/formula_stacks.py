@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from model.formula_delimiters import delimited_stacks
+from model.formula_delimiters import Wrapper, delimited_stacks, is_delimiter_glyph
 from model.formula_glyphs import (
     Glyph,
     Rule,
@@ -45,6 +45,7 @@ from model.formulas import (
     spans_latex,
 )
 from model.steps import no_findings_no_notes, page_step
+from model.tex_extension import SIZED_DELIMITER
 
 # A rule longer than this share of the page's width is a separator, not a fraction bar.
 MAX_RULE_SHARE = 0.4
@@ -60,6 +61,8 @@ RUN_ON = 0.45
 # A numerator or denominator is one expression: glyphs further apart than this many type
 # sizes are separate labels (a figure's "P" and "Q" under the segment PQ), not one term.
 MAX_PIECE_GAP = 2.0
+# Typewriter fonts: TeX's (CMTT, LMMono, SFTT), Courier and the other monospaced ones.
+_CODE_FONT = re.compile(r"^(?:CM|SF|EC)TT|Mono|Courier|Typewriter", re.IGNORECASE)
 # How near (pt) another drawn stroke must come to a rule to meet it: the rule is then a line
 # of a drawing (a figure's side, an axis) and the labels beside it are no fraction.
 TOUCH = 1.0
@@ -173,7 +176,11 @@ def _fraction_like(
             return False
         baselines = {round(g.baseline, 1) for g in part}
         for g in glyphs:
-            if g in part or not any(abs(g.baseline - b) <= 0.2 * size for b in baselines):
+            if (
+                g in part
+                or not any(abs(g.baseline - b) <= 0.2 * size for b in baselines)
+                or is_delimiter_glyph(g)  # a tall bracket around it, not text running on
+            ):
                 continue
             if (
                 -0.2 * size < rule.x0 - g.x1 < RUN_ON * size
@@ -277,7 +284,7 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
     rules = sorted(set(drawn + text_rules), key=lambda r: (r.y, r.x0))
     if not glyphs:
         return [], []
-    stacks, notes = delimited_stacks(page, glyphs, rules)
+    stacks, wrappers, notes = delimited_stacks(page, glyphs, rules)
     near = _near_rows(glyphs)
     for rule in rules:
         # Only glyphs a few lines from the rule can be its numerator, denominator or radicand
@@ -329,11 +336,15 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
     for stack in stacks:
         if stack not in clean:
             notes.append(f"formula left as text: {stack.latex[:60]}")
+    # Tall delimiters around a stack (``\\left( \\frac{a}{b} \\right)``) go into its row.
+    held = [w for w in wrappers if any(_encloses(w, s) for s in clean)]
     used = {id(g) for s in clean for g in s.glyphs}
+    used |= {id(g) for w in held for g in w.left.glyphs + w.right.glyphs}
     free = [g for g in glyphs if id(g) not in used]
     formulas: list[Formula] = []
     for row in _rows(clean):
-        formula = _row_formula(row, free)
+        around = [w for w in held if any(_encloses(w, s) for s in row)]
+        formula = _row_formula(row, free, around)
         if formula is not None:
             formulas.append(formula)
         else:
@@ -366,12 +377,25 @@ def _rows(stacks: list[Stack]) -> list[list[Stack]]:
     return rows
 
 
-def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
+def _encloses(wrapper: Wrapper, stack: Stack) -> bool:
+    left, right = wrapper.left, wrapper.right
+    return (
+        left.x1 - 1 <= stack.rule.x0
+        and stack.rule.x1 <= right.x0 + 1
+        and (left.y0 <= stack.rule.y <= left.y1)
+    )
+
+
+def _row_formula(row: list[Stack], free: list[Glyph], around: list[Wrapper]) -> Formula | None:
     """The row's stacks among the glyphs beside them on their baseline, as one formula: the
-    run of formula-like words around the stacks (prose on the row stays out of it)."""
+    run of formula-like words around the stacks (prose on the row stays out of it), with the
+    tall delimiters ``around`` them."""
     size = max(g.size for s in row for g in s.glyphs)
     guess = sum(s.baseline for s in row) / len(row)
     # the row's baseline: the nearest free glyph level with the stacks, beside them
+    # Code beside a display (a manual's table of commands and what they typeset) is no part
+    # of it: glyphs of a typewriter font are left out.
+    free = [g for g in free if not _CODE_FONT.search(g.font.split("+", 1)[-1])]
     beside = [g for g in free if abs(g.baseline - guess) <= 0.45 * g.size]
     if beside:
         left, right = min(s.rule.x0 for s in row), max(s.rule.x1 for s in row)
@@ -380,7 +404,7 @@ def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
         base = [g for g in free if abs(g.baseline - baseline) <= 0.45 * size]
     else:
         baseline, base = guess, []
-    base = _chain(base, row, size)
+    base = _chain(base, row, size) + _delimiter_scripts(around, free, size)
     mine = [g for s in row for g in s.glyphs] + base
     top, bottom = min(g.y0 for g in mine), max(g.y1 for g in mine)
     left, right = min(g.x0 for g in mine), max(g.x1 for g in mine)
@@ -395,6 +419,11 @@ def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
         return None  # a fraction in a line's exponent or index: beyond this rebuilding
     # Reading order: base glyphs and stacks by x; each stack a placeholder word for now.
     items: list[tuple[float, Any]] = [(g.x0, g) for g in base] + [(s.rule.x0, s) for s in row]
+    for wrapper in around:
+        items += [
+            (wrapper.left.x0, (wrapper.left, True)),
+            (wrapper.right.x0, (wrapper.right, False)),
+        ]
     items.sort(key=lambda item: item[0])
     runs: list[dict[str, Any]] = []
     pending: list[Glyph] = []
@@ -404,6 +433,11 @@ def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
             continue
         runs += glyph_runs(pending)
         pending = []
+        if isinstance(item, tuple):
+            delimiter, opening = item
+            latex = delimiter.latex(opening)
+            runs.append({"text": f" {latex} ", "size": size, "origin": (delimiter.x0, baseline)})
+            continue
         runs.append(
             {
                 "text": f" \\stack{chr(97 + row.index(item))} ",
@@ -425,13 +459,19 @@ def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
     while end < len(words) and _is_mathy(words[end]):
         end += 1
     chosen = words[start:end]
+    if not _nested(chosen):
+        # a delimiter's partner outside the formula's words: the delimiters are left out
+        chosen = [w for w in (SIZED_DELIMITER.sub("", w) for w in chosen) if w]
+        around = []
     latex = " ".join(chosen)
     plain = _plain_of([w for w in chosen if not w.startswith("\\stack")])
+    plain += "".join(g.c for w in around for g in w.left.written() + w.right.written())
     for n, stack in enumerate(row):
         latex = latex.replace(f"\\stack{chr(97 + n)}", stack.latex)
         plain += "".join(g.c for g in (stack.glyphs if stack.written is None else stack.written))
     whole = start == 0 and end == len(words)
     mine = [g for s in row for g in s.glyphs] + base
+    mine += [g for w in around for g in w.left.glyphs + w.right.glyphs]
     box = (
         min(g.x0 for g in mine),
         min(g.y0 for g in mine),
@@ -455,6 +495,45 @@ def _row_formula(row: list[Stack], free: list[Glyph]) -> Formula | None:
         ignore_dashes=dashes,
         pieces=pieces,
     )
+
+
+def _delimiter_scripts(around: list[Wrapper], free: list[Glyph], size: float) -> list[Glyph]:
+    """The scripts set on closing delimiters (``\\right)^{2}``): smaller type just after one,
+    within its height, each glyph near the one before it."""
+    scripts: list[Glyph] = []
+    for wrapper in around:
+        right = wrapper.right
+        edge = right.x1
+        candidates = [
+            g
+            for g in free
+            if g.size < SCRIPT_SIZE_RATIO * size
+            and right.y0 - 0.5 * size <= g.cy <= right.y1
+            and g.x0 >= right.x1 - 0.1 * size
+        ]
+        for g in sorted(candidates, key=lambda g: g.x0):
+            if g.x0 - edge > 0.5 * size:
+                break
+            scripts.append(g)
+            edge = g.x1
+    return scripts
+
+
+def _nested(words: list[str]) -> bool:
+    """Whether the ``\\left`` and ``\\right`` among a formula's words pair up."""
+    depth = 0
+    for word in words:
+        for match in SIZED_DELIMITER.finditer(word):
+            depth += (
+                1
+                if match.group(0).startswith("\\left")
+                else -1
+                if match.group(0).startswith("\\right")
+                else 0
+            )
+            if depth < 0:
+                return False
+    return depth == 0
 
 
 def _chain(base: list[Glyph], row: list[Stack], size: float) -> list[Glyph]:

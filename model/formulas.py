@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from model.steps import page_step, unchanged_with_no_notes
+from model.tex_extension import SIZED_DELIMITER, is_extension_font, whole_delimiter_latex
 
 # A span is a script when its type is this much smaller than the line's body type ...
 SCRIPT_SIZE_RATIO = 0.9
@@ -113,6 +114,8 @@ RELATIONS = (
 _NEGATED = re.compile(r"\\not\s*(=|\\in(?![A-Za-z]))")
 # TeX sets \cdots as three centred dots, which the extractor gives one by one.
 _CDOTS = re.compile(r"\\cdot(?:\s*\\cdot){2}(?![A-Za-z])")
+# ... and \ldots as three periods of its math italic, a thin space apart.
+_LDOTS = re.compile(r"(?<![.\w])\.(?: ?\.){2}(?![.\w])")
 _FUNCTIONS = {"sin", "cos", "tan", "log", "ln", "exp", "lim", "max", "min", "det", "mod"}
 # A formula word: LaTeX commands, letters, digits, operators and brackets, no sentence
 # punctuation (a colon or a trailing comma belongs to the prose around it).
@@ -151,7 +154,12 @@ def _latex_char(ch: str) -> str:
 
 
 def _alphabet(font: str, text: str) -> str:
-    """A span's LaTeX, its letters in the alphabet its font sets (``\\mathbb{R}``)."""
+    """A span's LaTeX, its letters in the alphabet its font sets (``\\mathbb{R}``), and TeX's
+    extension-font delimiters, which have no Unicode, by their codes (``\\bigl(``)."""
+    if is_extension_font(font):
+        return "".join(
+            sized + " " if (sized := whole_delimiter_latex(ch)) else _latex_char(ch) for ch in text
+        )
     for pattern, command in _ALPHABETS:
         if pattern.search(font):
             return re.sub(r"([A-Za-z])", command.replace("\\", "\\\\") + r"{\1}", text)
@@ -245,6 +253,7 @@ def _spans_latex(
             latex_line = latex_line.rstrip() + ("^{" if kind == "sup" else "_{") + body_text + "}"
     latex_line = _NEGATED.sub(lambda m: r"\neq" if m.group(1) == "=" else r"\notin", latex_line)
     latex_line = _CDOTS.sub(r"\\cdots", latex_line)
+    latex_line = _LDOTS.sub(r"\\ldots", latex_line)
     return _OPERATOR_SIGMA.sub(r"\\sum", latex_line), scripts
 
 
@@ -317,13 +326,13 @@ def _balanced(latex: str) -> bool:
 
 
 _BACK = {v.strip(): k for k, v in {**{k: v for k, v in _SYMBOLS.items()}, **_GREEK}.items()}
-_BACK.update({"-": "−", "'": "′", r"\cdots": "···"})
+_BACK.update({"-": "−", "'": "′", r"\cdots": "···", r"\ldots": "..."})
 
 
 def _plain_of(words: list[str]) -> str:
     """The extractor's characters for LaTeX words (inverse of :func:`_latex_text`, scripts
     flattened), for locating the formula in its line."""
-    text = " ".join(words)
+    text = SIZED_DELIMITER.sub("", " ".join(words))  # not in the Markdown (tex_extension)
     text = re.sub(r"[\^_]\{([^{}]*)\}", r"\1", text)
     text = text.replace("\\{", "{").replace("\\}", "}")
     return re.sub(r"\\[A-Za-z]+", lambda m: _BACK.get(m.group(0), m.group(0)), text)
@@ -394,6 +403,22 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
         if not placed:
             notes.append(f"formula left as text: {formula.latex[:60]}")
     return "\n".join(line for line in lines if line is not _GONE), notes
+
+
+# A formula placed inline, and a line of nothing else (emphasis marks aside).
+_INLINE = re.compile(r"(?<!\$)\$([^$]+)\$(?!\$)")
+
+
+def joined_displays(markdown: str) -> str:
+    """Lines that hold nothing but two or more formulas as one display in parts, a quad
+    apart: MuPDF makes a line of each part of a display set with ``\\qquad`` between them
+    (``x_{1}, \\ldots, x_{n} \\qquad x_{1} + \\cdots + x_{n}``)."""
+    lines = markdown.split("\n")
+    for n, line in enumerate(lines):
+        parts = _INLINE.findall(line)
+        if len(parts) >= 2 and not _INLINE.sub("", line).strip(" _*"):
+            lines[n] = "$$" + r" \qquad ".join(part.strip() for part in parts) + "$$"
+    return "\n".join(lines)
 
 
 def _table_lines(lines: list[str]) -> set[int]:

@@ -30,6 +30,7 @@ from model.formulas import (
     spans_latex,
 )
 from model.steps import no_findings, page_step
+from model.tex_extension import is_extension_font, whole_delimiter_latex
 
 # Function names set upright in math (in the roman font): they do not make a span prose ...
 _FUNCTIONS = "sin|cos|tan|log|ln|exp|lim|max|min|det|mod|sup|inf|dim"
@@ -93,7 +94,7 @@ def line_math_runs(spans: list[dict[str, Any]]) -> list[Formula] | None:
             runs[-1].append(span)
         elif runs[-1]:
             runs.append([])
-    line_plain = _squash("".join(s["text"] for s in spans))
+    line_plain = _squash("".join(written_text(s) for s in spans))
     found = []
     for run in runs:
         run = _trimmed(run)
@@ -103,6 +104,14 @@ def line_math_runs(spans: list[dict[str, Any]]) -> list[Formula] | None:
         if formula is not None:
             found.append(formula)
     return found
+
+
+def written_text(span: dict[str, Any]) -> str:
+    """A span's text as the Markdown holds it: TeX's extension-font delimiters, which have no
+    Unicode, are not in it (``model.tex_extension``)."""
+    if not is_extension_font(span.get("font", "")):
+        return str(span["text"])
+    return "".join(ch for ch in span["text"] if whole_delimiter_latex(ch) is None)
 
 
 def _in_math(span: dict[str, Any], body: tuple[float, float]) -> bool:
@@ -148,5 +157,5 @@ def _run_formula(
     operated = any(op in latex for op in _OPERATORS) and len(words) > 1
     if not (scripted or related or operated):
         return None  # a lone "X" or "γ" reads the same as text
-    formula_plain = _squash("".join(s["text"] for s in run))
+    formula_plain = _squash("".join(written_text(s) for s in run))
     return Formula(latex, line_plain, formula_plain, whole_line=formula_plain == line_plain)

@@ -98,20 +98,35 @@ def test_two_stacks_on_two_lines_stay_apart() -> None:
     assert not notes
 
 
-def test_a_fraction_in_large_parentheses_is_no_binomial() -> None:
+def _fraction_in_parentheses() -> pymupdf.Document:
+    """y = 2 (a/b)², the fraction's rule drawn, its parentheses tall, the square on them."""
     page = _Page()
+    page.text(90, 132, "y = 2")
     page.delimiter(122, 120, "⎛⎜⎝")
-    page.text(128, 125, "c")
-    page.text(128, 138, "d")
-    page.delimiter(136, 120, "⎞⎟⎠")
+    page.text(130, 125, "a")
+    page.text(130, 140, "b")
+    page.delimiter(140, 120, "⎞⎟⎠")
+    page.writer.append((143.5, 122), "2", font=HELVETICA, fontsize=7)
     doc = pymupdf.open("pdf", page.pdf())
-    doc[0].draw_line((127, 129.5), (135, 129.5), width=0.5)
-    page_ = doc[0]
-    glyphs, _ = page_glyphs(page_.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
-    formulas, _ = stacked_formulas(page_, page_.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
-    assert not any("binom" in f.latex for f in formulas)  # the fraction finder's to read
-    stacks, notes = delimited_stacks(page_, glyphs, [])
-    assert [s.latex for s in stacks] == ["\\binom{c}{d}"]  # what the rule alone prevents
+    doc[0].draw_line((128, 129), (138, 129), width=0.5)
+    return pymupdf.open("pdf", doc.tobytes())
+
+
+def test_a_fraction_in_tall_parentheses_keeps_them_and_its_exponent(engine: LocalEngine) -> None:
+    doc = _fraction_in_parentheses()
+    markdown, notes = _read(engine, doc.tobytes())
+    assert "$$y = 2 \\left( \\frac{a}{b} \\right)^{2}$$" in markdown
+    assert not notes
+
+
+def test_a_fraction_in_large_parentheses_is_no_binomial() -> None:
+    page = _fraction_in_parentheses()[0]
+    glyphs, rules = page_glyphs(page.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    formulas, _ = stacked_formulas(page, page.get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert not any("binom" in f.latex for f in formulas)  # the rule makes it a fraction
+    stacks, wrappers, _ = delimited_stacks(page, glyphs, [])
+    assert [s.latex for s in stacks] == ["\\binom{a}{b}"]  # what the rule alone prevents
+    assert not wrappers
 
 
 def test_a_stack_of_prose_is_left_as_text_and_reported() -> None:
@@ -122,8 +137,8 @@ def test_a_stack_of_prose_is_left_as_text_and_reported() -> None:
     page.delimiter(190, 120, "⎞⎟⎠")
     doc = pymupdf.open("pdf", page.pdf())
     glyphs, _ = page_glyphs(doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
-    stacks, notes = delimited_stacks(doc[0], glyphs, [])
-    assert stacks == []
+    stacks, wrappers, notes = delimited_stacks(doc[0], glyphs, [])
+    assert stacks == [] and wrappers == []
     assert notes and notes[0].startswith("matrix left as text")
 
 
@@ -134,7 +149,27 @@ def test_short_brackets_in_prose_are_no_delimiters() -> None:
     page.text(72, 132, "(the other note)")
     doc = pymupdf.open("pdf", page.pdf())
     glyphs, _ = page_glyphs(doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
-    assert delimited_stacks(doc[0], glyphs, []) == ([], [])
+    assert delimited_stacks(doc[0], glyphs, []) == ([], [], [])
+
+
+def test_a_small_matrix_parts_its_columns_and_reads_its_cells_scripts() -> None:
+    """Script-size cells (``\\smqty``), whose columns stand less than half an em apart, and
+    subscripts judged against the cell's largest type: a_{11}, not a with a larger 11."""
+    page = _Page()
+    page.delimiter(122, 120, "⎛⎜⎝")
+    for row in range(2):
+        x = 129.0
+        for column in range(2):
+            page.writer.append((x, 126 + 12 * row), "a", font=HELVETICA, fontsize=7)
+            page.writer.append((x + 3.9, 127.5 + 12 * row), f"{row + 1}{column + 1}",
+                               font=HELVETICA, fontsize=5)  # fmt: skip
+            x += 3.9 + 5.6 + 3
+    page.delimiter(156, 120, "⎞⎟⎠")
+    doc = pymupdf.open("pdf", page.pdf())
+    formulas, _ = stacked_formulas(doc[0], doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert [f.latex for f in formulas] == [
+        "\\begin{pmatrix} a_{11} & a_{12} \\\\ a_{21} & a_{22} \\end{pmatrix}"
+    ]
 
 
 def _glyph(code: int, font: str = "KZFRJM+CMEX10") -> Glyph:

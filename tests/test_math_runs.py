@@ -10,7 +10,7 @@ import pytest
 
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
-from model.formulas import place_formulas
+from model.formulas import joined_displays, place_formulas
 from model.markdown_hygiene import readable_markdown
 from model.math_runs import line_math_runs
 from model.quality.checks import math_spans
@@ -136,6 +136,40 @@ GEOTOPO = CORPUS / "pdf-samples/009-pdflatex-geotopo/GeoTopo-komprimiert.pdf"
 
 
 @pytest.mark.skipif(not GEOTOPO.is_file(), reason="the shared corpus is not beside")
+def test_three_periods_of_math_italic_are_ldots():
+    # The Bulgarian lshort p. 70: x_{1},\ldots,x_{n}, its dots a thin space apart
+    (formula,) = line_math_runs(
+        [_span("x", "CMMI10"), _sub("1"), _span(", . . . , x", "CMMI10"), _sub("n"),
+         _span(" = ", "CMR10"), _span("y", "CMMI10")]
+    )  # fmt: skip
+    assert formula.latex.replace(" ", "") == "x_{1},\\ldots,x_{n}=y"
+    markdown, notes = place_formulas("x 1 , . . . , x n = y", [formula])
+    assert markdown.startswith("$$x_{1}") and not notes
+
+
+def test_tex_extension_font_delimiters_are_sized_latex_and_not_looked_for_in_the_markdown():
+    """TeX's \\bigg( and \\bigg) (CMEX codes 0x12, 0x13) come out of MuPDF as those codes;
+    pymupdf4llm writes U+FFFD for them and the repairs drop it."""
+    (formula,) = line_math_runs(
+        [_span("\x12", "CMEX10"), _span("x", "CMMI10"), _span("+ 1", "CMR10"),
+         _span("\x13", "CMEX10"), _sup("2")]
+    )  # fmt: skip
+    assert formula.latex.replace(" ", "") == "\\bigl(x+1\\bigr)^{2}"
+    assert formula.formula_plain == "x+12"
+    assert "\x12" not in formula.latex
+    # one of them alone is no formula: \\bigr) with nothing opened
+    assert line_math_runs([_span("\x13", "CMEX10"), _span("x", "CMMI10"), _sub("n")]) == []
+
+
+def test_a_line_of_formulas_only_is_one_display_in_parts():
+    """MuPDF makes a line of each part of a display set a quad apart; a Markdown line that
+    holds nothing else becomes one display. Formulas in prose or in a table stay as they are."""
+    parted = "_$x_{1}, \\ldots, x_{n}$ $x_{1} + \\cdots + x_{n}$"
+    assert joined_displays(parted) == "$$x_{1}, \\ldots, x_{n} \\qquad x_{1} + \\cdots + x_{n}$$"
+    for kept in ("so $a$ and $b$", "| $a$ | $b$ |", "$a$", "$$a$$", "`$a$ $b$`"):
+        assert joined_displays(kept) == kept
+
+
 def test_geotopo_pages_come_out_with_their_inline_and_displayed_math():
     engine = LocalEngine()
     with pymupdf.open(GEOTOPO) as doc:
