@@ -276,7 +276,7 @@ def _alike(a: Delimiter, b: Delimiter) -> bool:
 def _stack(left: Delimiter, right: Delimiter, inside: list[Glyph]) -> Stack | None:
     rows = _rows(inside)
     size = max(g.size for g in inside)
-    if any(all(g.c in _DOTS for g in row) for row in rows):
+    if any(all(g.c in _DOTS for g in row) and not _vertical_dots(row) for row in rows):
         return None  # a row of dots across the columns (\\hdotsfor): not rebuilt
     small = size < SCRIPT_SIZE_RATIO * left.size
     columns = _column_edges(rows, (SCRIPT_COLUMN_GAP if small else COLUMN_GAP) * size)
@@ -284,7 +284,7 @@ def _stack(left: Delimiter, right: Delimiter, inside: list[Glyph]) -> Stack | No
         [[g for g in row if _column(g, columns) == c] for c in range(len(columns) + 1)]
         for row in rows
     ]
-    latex_cells = [[glyphs_latex(cell) if cell else "" for cell in row] for row in cells]
+    latex_cells = [[_cell_latex(cell) for cell in row] for row in cells]
     for row in latex_cells:
         for cell in row:
             if cell and not (whole_expression(cell) and all(_is_mathy(w) for w in cell.split())):
@@ -308,6 +308,25 @@ def _stack(left: Delimiter, right: Delimiter, inside: list[Glyph]) -> Stack | No
         pieces,
         written + inside,
     )
+
+
+def _vertical_dots(glyphs: list[Glyph]) -> bool:
+    """Dots set one above another (TeX's \\vdots is three periods in a column), or ⋮."""
+    if all(g.c == "⋮" for g in glyphs):
+        return True
+    baselines = {round(g.baseline, 1) for g in glyphs}
+    size = max(g.size for g in glyphs)
+    return (
+        len(baselines) >= 2 and max(g.cx for g in glyphs) - min(g.cx for g in glyphs) < 0.3 * size
+    )
+
+
+def _cell_latex(cell: list[Glyph]) -> str:
+    if not cell:
+        return ""
+    if all(g.c in _DOTS + "⋮" for g in cell) and _vertical_dots(cell):
+        return r"\vdots"
+    return glyphs_latex(cell)
 
 
 def _rows(glyphs: list[Glyph]) -> list[list[Glyph]]:

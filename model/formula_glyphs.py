@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from model.formulas import _squash, spans_latex
-from model.tex_extension import is_extension_font
+from model.tex_extension import DELIMITER_CODES, is_extension_font
 
 _RULE_CHARS = re.compile(r"^[_\u2014\u2015\u2500\u2012\u2013\u2212-]{3,}$")
 
@@ -85,13 +85,19 @@ def page_glyphs(rawdict: dict[str, Any]) -> tuple[list[Glyph], list[Rule]]:
                 span_id += 1
                 font = span.get("font", "")
                 for ch in span.get("chars", []):
-                    if ch["c"].isspace() or _invisible(ch["c"]):
+                    if _invisible(ch["c"]) or (ch["c"].isspace() and not _coded(ch["c"], font)):
                         continue
                     x0, y0, x1, y1 = ch["bbox"]
                     glyphs.append(
                         Glyph(ch["c"], x0, y0, x1, y1, span["size"], ch["origin"][1], span_id, font)
                     )
     return glyphs, rules
+
+
+def _coded(c: str, font: str) -> bool:
+    """An extension-font delimiter whose code reads as white space (a bar's extension pieces
+    are codes 0x0C and 0x0D, a form feed and a carriage return)."""
+    return is_extension_font(font) and ord(c) in DELIMITER_CODES
 
 
 def _invisible(c: str) -> bool:
@@ -113,10 +119,10 @@ def glyph_runs(glyphs: list[Glyph]) -> list[dict[str, Any]]:
             runs[-1]["text"] += (" " if gap else "") + g.c
         else:
             text = (" " if gap else "") + g.c
-            run = {"text": text, "size": g.size, "origin": (g.x0, g.baseline)}
-            if is_extension_font(g.font):
-                run["font"] = g.font  # its delimiters are read by their codes
-            runs.append(run)
+            # the font sets an alphabet (ℝ as an R in MSBM) or delimiters by their codes
+            runs.append(
+                {"text": text, "size": g.size, "origin": (g.x0, g.baseline), "font": g.font}
+            )
         last = g
     return runs
 

@@ -189,6 +189,7 @@ _MATH_FONT = re.compile(
 )
 # Alphabets of their own: TeX's blackboard bold (ℝ set as an R in MSBM) and Fraktur.
 _ALPHABETS = ((re.compile(r"MSBM", re.I), r"\mathbb"), (re.compile(r"EUFM", re.I), r"\mathfrak"))
+_ALPHABET_COMMAND = re.compile(r"\\math(?:bb|frak)\{([^{}]*)\}")
 
 
 def is_math_font(name: str) -> bool:
@@ -333,6 +334,7 @@ def _plain_of(words: list[str]) -> str:
     """The extractor's characters for LaTeX words (inverse of :func:`_latex_text`, scripts
     flattened), for locating the formula in its line."""
     text = SIZED_DELIMITER.sub("", " ".join(words))  # not in the Markdown (tex_extension)
+    text = _ALPHABET_COMMAND.sub(r"\1", text)
     text = re.sub(r"[\^_]\{([^{}]*)\}", r"\1", text)
     text = text.replace("\\{", "{").replace("\\}", "}")
     return re.sub(r"\\[A-Za-z]+", lambda m: _BACK.get(m.group(0), m.group(0)), text)
@@ -349,13 +351,24 @@ def _squash(text: str) -> str:
 _MARKUP = re.compile(r"</?su[pb]>|\*\*|__|(?<!\w)_|_(?!\w)|`|^#{1,6}\s+")
 
 
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)")
+_BARRIER = "\x00"
+
+
 def _plain_index(line: str) -> tuple[str, list[int]]:
     """The line without markup and spaces, and for each of its characters its index in the
-    line."""
+    line. An inline code span is one character no formula holds: a formula is never placed
+    inside code, nor across it."""
     chars: list[str] = []
     where: list[int] = []
     i = 0
     while i < len(line):
+        code = _CODE_SPAN.match(line, i) if line[i] == "`" else None
+        if code:
+            chars.append(_BARRIER)
+            where.append(i)
+            i = code.end()
+            continue
         match = _MARKUP.match(line, i) if i == 0 or line[i] in "<*_`#" else None
         if match and match.end() > i:
             i = match.end()
@@ -403,22 +416,6 @@ def place_formulas(markdown: str, formulas: list[Formula]) -> tuple[str, list[st
         if not placed:
             notes.append(f"formula left as text: {formula.latex[:60]}")
     return "\n".join(line for line in lines if line is not _GONE), notes
-
-
-# A formula placed inline, and a line of nothing else (emphasis marks aside).
-_INLINE = re.compile(r"(?<!\$)\$([^$]+)\$(?!\$)")
-
-
-def joined_displays(markdown: str) -> str:
-    """Lines that hold nothing but two or more formulas as one display in parts, a quad
-    apart: MuPDF makes a line of each part of a display set with ``\\qquad`` between them
-    (``x_{1}, \\ldots, x_{n} \\qquad x_{1} + \\cdots + x_{n}``)."""
-    lines = markdown.split("\n")
-    for n, line in enumerate(lines):
-        parts = _INLINE.findall(line)
-        if len(parts) >= 2 and not _INLINE.sub("", line).strip(" _*"):
-            lines[n] = "$$" + r" \qquad ".join(part.strip() for part in parts) + "$$"
-    return "\n".join(lines)
 
 
 def _table_lines(lines: list[str]) -> set[int]:

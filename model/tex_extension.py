@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 
-# Whole delimiters, one glyph each, by size.
+# Whole delimiters, one glyph each, by size. Code 0x20, \Bigg(, is left out: it reads as a
+# space, and MuPDF writes a space of the span's font where it sees a gap between glyphs.
 _WHOLE = {
-    **dict.fromkeys((0x00, 0x10, 0x12, 0x20), "("),
+    **dict.fromkeys((0x00, 0x10, 0x12), "("),
     **dict.fromkeys((0x01, 0x11, 0x13, 0x21), ")"),
     **dict.fromkeys((0x02, 0x14, 0x22, 0x68), "["),
     **dict.fromkeys((0x03, 0x15, 0x23, 0x69), "]"),

@@ -172,6 +172,21 @@ def test_a_small_matrix_parts_its_columns_and_reads_its_cells_scripts() -> None:
     ]
 
 
+def test_a_column_vector_with_vertical_dots() -> None:
+    """TeX's \\vdots is three periods one above another: a cell of its own, no row of dots
+    across the columns."""
+    page = _Page()
+    page.delimiter(122, 120, "⎛⎜⎜⎜⎝")
+    page.text(129, 125, "x")
+    for n in range(3):
+        page.text(130, 139 + 4 * n, ".")
+    page.text(129, 162, "y")
+    page.delimiter(138, 120, "⎞⎟⎟⎟⎠")
+    doc = pymupdf.open("pdf", page.pdf())
+    formulas, notes = stacked_formulas(doc[0], doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS))
+    assert [f.latex for f in formulas] == ["\\begin{pmatrix} x \\\\ \\vdots \\\\ y \\end{pmatrix}"]
+
+
 def _glyph(code: int, font: str = "KZFRJM+CMEX10") -> Glyph:
     return Glyph(chr(code), 0, 0, 5, 10, 9.96, 8, 1, font)
 

@@ -10,7 +10,7 @@ import pytest
 
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
-from model.formulas import joined_displays, place_formulas
+from model.formulas import place_formulas
 from model.markdown_hygiene import readable_markdown
 from model.math_runs import line_math_runs
 from model.quality.checks import math_spans
@@ -161,13 +161,14 @@ def test_tex_extension_font_delimiters_are_sized_latex_and_not_looked_for_in_the
     assert line_math_runs([_span("\x13", "CMEX10"), _span("x", "CMMI10"), _sub("n")]) == []
 
 
-def test_a_line_of_formulas_only_is_one_display_in_parts():
-    """MuPDF makes a line of each part of a display set a quad apart; a Markdown line that
-    holds nothing else becomes one display. Formulas in prose or in a table stay as they are."""
-    parted = "_$x_{1}, \\ldots, x_{n}$ $x_{1} + \\cdots + x_{n}$"
-    assert joined_displays(parted) == "$$x_{1}, \\ldots, x_{n} \\qquad x_{1} + \\cdots + x_{n}$$"
-    for kept in ("so $a$ and $b$", "| $a$ | $b$ |", "$a$", "$$a$$", "`$a$ $b$`"):
-        assert joined_displays(kept) == kept
+def test_a_formula_is_never_placed_inside_inline_code_nor_across_it():
+    """A manual's table of commands: the command as code, then what it typesets."""
+    (formula,) = line_math_runs([_span("d", "CMMI10"), _span("x", "CMMI10"), _sup("2")])
+    markdown, notes = place_formulas("`\\dd x2` gives d x2", [formula])
+    assert markdown == "`\\dd x2` gives $dx^{2}$" and not notes
+    for kept in ("`\\dd x2`", "d `code` x2"):
+        markdown, notes = place_formulas(kept, [formula])
+        assert markdown == kept and notes
 
 
 def test_geotopo_pages_come_out_with_their_inline_and_displayed_math():

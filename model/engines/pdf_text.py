@@ -14,7 +14,7 @@ from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
 from model.formula_stacks import stacked_formulas
-from model.formulas import joined_displays, place_formulas
+from model.formulas import place_formulas
 from model.hangul_spacing import has_hangul, respace_hangul
 from model.layout import PageLayout
 from model.layout.furniture import drop_furniture
@@ -121,7 +121,6 @@ def text_layer_markdown(
             placed_boxes.append(formula.box)
     runs = page_formulas(page_dict, skip=placed_boxes)
     repaired, formula_notes = place_formulas(repaired, runs)
-    repaired = joined_displays(repaired)
     # After the formulas: they are found by the Markdown's spacing, and their lines kept.
     repaired = respace_words(repaired, page_lines)
     if any(has_hangul(line) for line in page_lines):
