@@ -29,8 +29,9 @@ from model.formula_glyphs import Glyph, Rule, Stack, glyphs_latex, glyphs_plain,
 from model.formulas import SCRIPT_SIZE_RATIO, _is_mathy, is_math_font
 from model.tex_extension import DELIMITER_CODES, PIECE_CODES, is_extension_font
 
-# A delimiter is tall when its ink is at least this many times its type size (a \big one
-# is about 1.2, \Big 1.8, \bigg 2.4: a binomial's in a display is \bigg's size).
+# A delimiter is tall when its ink is at least this many times its type size: more than a
+# \big one, less than a display's binomial (in amsmath's guide, pp. 20 and 22, their ink is 1.2
+# and 2.4 type sizes), so ``\big(`` around a line's text is none.
 TALL = 1.7
 # Pieces of one delimiter touch or overlap: a vertical gap of at most this share of the type
 # size, and left edges this close.

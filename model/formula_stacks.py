@@ -524,13 +524,8 @@ def _nested(words: list[str]) -> bool:
     depth = 0
     for word in words:
         for match in SIZED_DELIMITER.finditer(word):
-            depth += (
-                1
-                if match.group(0).startswith("\\left")
-                else -1
-                if match.group(0).startswith("\\right")
-                else 0
-            )
+            token = match.group(0)
+            depth += 1 if token.startswith("\\left") else -token.startswith("\\right")
             if depth < 0:
                 return False
     return depth == 0
