@@ -102,7 +102,7 @@ class Delimiter:
         return [g for g in self.glyphs if g.c in _KINDS and g.c not in _PRIVATE]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Wrapper:
     """A pair of tall delimiters around something that is no stack of its own."""
 

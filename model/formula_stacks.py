@@ -342,8 +342,10 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
     used |= {id(g) for w in held for g in w.left.glyphs + w.right.glyphs}
     free = [g for g in glyphs if id(g) not in used]
     formulas: list[Formula] = []
+    given: set[int] = set()  # a pair goes into one row's formula only
     for row in _rows(clean):
-        around = [w for w in held if any(_encloses(w, s) for s in row)]
+        around = [w for w in held if id(w) not in given and any(_encloses(w, s) for s in row)]
+        given.update(id(w) for w in around)
         formula = _row_formula(row, free, around)
         if formula is not None:
             formulas.append(formula)
