@@ -27,7 +27,7 @@ import pymupdf
 
 from model.formula_glyphs import Glyph, Rule, Stack, glyphs_latex, glyphs_plain, whole_expression
 from model.formulas import SCRIPT_SIZE_RATIO, _is_mathy, is_math_font
-from model.tex_extension import DELIMITER_CODES, PIECE_CODES, is_extension_font
+from model.tex_extension import DELIMITER_CODES, DELIMITER_LATEX, PIECE_CODES, is_extension_font
 
 # A delimiter is tall when its ink is at least this many times its type size: more than a
 # \big one, less than a display's binomial (in amsmath's guide, pp. 20 and 22, their ink is 1.2
@@ -64,16 +64,6 @@ _KINDS = {
 }
 _DOTS = ".·…⋯"
 _CLOSING = {"(": ")", "[": "]", "{": "}", "|": "|", "‖": "‖"}
-_SIZED_LATEX = {
-    "(": "(",
-    ")": ")",
-    "[": "[",
-    "]": "]",
-    "{": "\\{",
-    "}": "\\}",
-    "|": "|",
-    "‖": "\\|",
-}
 _ENVIRONMENTS = {"(": "pmatrix", "[": "bmatrix", "{": "Bmatrix", "|": "vmatrix", "‖": "Vmatrix"}
 _ACCURATE = pymupdf.TEXTFLAGS_RAWDICT & ~pymupdf.TEXT_PRESERVE_IMAGES | pymupdf.TEXT_ACCURATE_BBOXES
 
@@ -94,7 +84,7 @@ class Delimiter:
 
     def latex(self, opening: bool) -> str:
         """``\\left(`` or ``\\right)``: sized to what it encloses, as it was set."""
-        return ("\\left" if opening else "\\right") + _SIZED_LATEX[self.kind]
+        return ("\\left" if opening else "\\right") + DELIMITER_LATEX[self.kind]
 
     def written(self) -> list[Glyph]:
         """Its glyphs the Markdown holds: not one with no Unicode or a private-use one
@@ -150,7 +140,7 @@ def delimited_stacks(
             # one tall thing, a sum whose limits make rows, a fraction (or a radical's rule)
             wrappers.append(Wrapper(left, right))
             continue
-        stack = _stack(left, right, inside)
+        stack = _stack(left, right, inside, rows)
         if stack is None:
             notes.append(f"matrix left as text: {glyphs_plain(inside)[:40]}")
         else:
@@ -158,9 +148,17 @@ def delimited_stacks(
     return stacks, wrappers, notes
 
 
+def _by_code(g: Glyph) -> bool:
+    """Whether a glyph is read by its extension-font code: a delimiter's own character wins
+    over the code (an extension font with a Unicode map gives "(" for every size of
+    parenthesis; only the \\Bigg braces, codes 0x28 and 0x29, would read as parentheses where
+    it has none)."""
+    return g.c not in _KINDS and is_extension_font(g.font)
+
+
 def is_delimiter_glyph(g: Glyph) -> bool:
     """Whether a glyph is a delimiter of a math font or a piece of a tall one."""
-    if g.c not in _KINDS and is_extension_font(g.font):
+    if _by_code(g):
         return ord(g.c) in DELIMITER_CODES
     # an ordinary bracket in a text font is text; a tall one in a math font may be a variant
     return g.c in _KINDS and (not g.c.isascii() or is_math_font(g.font))
@@ -168,10 +166,7 @@ def is_delimiter_glyph(g: Glyph) -> bool:
 
 def delimiter_kind(g: Glyph) -> str:
     """A delimiter glyph's kind (``(``, ``[``, ``{``, ``|`` …; "" for a brace's extension)."""
-    # A delimiter's own character wins over the font's code for it: an extension font with a
-    # Unicode map gives "(" for every size of parenthesis (only the \\Bigg braces, codes 0x28
-    # and 0x29, would read as parentheses where it has none).
-    if g.c not in _KINDS and is_extension_font(g.font):
+    if _by_code(g):
         return DELIMITER_CODES.get(ord(g.c), "")
     return _KINDS.get(g.c, "")
 
@@ -223,7 +218,7 @@ def _join_pieces(pieces: list[tuple[Glyph, Box]]) -> list[Delimiter]:
 
 
 def _is_piece(g: Glyph) -> bool:
-    if g.c not in _KINDS and is_extension_font(g.font):
+    if _by_code(g):
         return ord(g.c) in PIECE_CODES
     return g.c in _PIECES
 
@@ -274,8 +269,9 @@ def _alike(a: Delimiter, b: Delimiter) -> bool:
     return overlap >= PAIR_OVERLAP * min(a.height, b.height)
 
 
-def _stack(left: Delimiter, right: Delimiter, inside: list[Glyph]) -> Stack | None:
-    rows = _rows(inside)
+def _stack(
+    left: Delimiter, right: Delimiter, inside: list[Glyph], rows: list[list[Glyph]]
+) -> Stack | None:
     size = max(g.size for g in inside)
     if any(all(g.c in _DOTS for g in row) and not _vertical_dots(row) for row in rows):
         return None  # a row of dots across the columns (\\hdotsfor): not rebuilt

@@ -340,7 +340,11 @@ def stacked_formulas(page: Any, rawdict: dict[str, Any]) -> tuple[list[Formula],
     held = [w for w in wrappers if any(_encloses(w, s) for s in clean)]
     used = {id(g) for s in clean for g in s.glyphs}
     used |= {id(g) for w in held for g in w.left.glyphs + w.right.glyphs}
-    free = [g for g in glyphs if id(g) not in used]
+    # Code beside a display (a manual's table of commands and what they typeset) is no part
+    # of it: glyphs of a typewriter font are left out.
+    free = [
+        g for g in glyphs if id(g) not in used and not _CODE_FONT.search(g.font.split("+", 1)[-1])
+    ]
     formulas: list[Formula] = []
     given: set[int] = set()  # a pair goes into one row's formula only
     for row in _rows(clean):
@@ -395,9 +399,6 @@ def _row_formula(row: list[Stack], free: list[Glyph], around: list[Wrapper]) -> 
     size = max(g.size for s in row for g in s.glyphs)
     guess = sum(s.baseline for s in row) / len(row)
     # the row's baseline: the nearest free glyph level with the stacks, beside them
-    # Code beside a display (a manual's table of commands and what they typeset) is no part
-    # of it: glyphs of a typewriter font are left out.
-    free = [g for g in free if not _CODE_FONT.search(g.font.split("+", 1)[-1])]
     beside = [g for g in free if abs(g.baseline - guess) <= 0.45 * g.size]
     if beside:
         left, right = min(s.rule.x0 for s in row), max(s.rule.x1 for s in row)

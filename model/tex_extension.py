@@ -36,11 +36,10 @@ DELIMITER_CODES = {**_WHOLE, **_PIECES}
 PIECE_CODES = frozenset(_PIECES)
 _FONT = re.compile(r"^(?:CM|LM)EX\d|MathExtension", re.IGNORECASE)
 _OPENING = "([{"
-# A whole delimiter in a formula's LaTeX: sized (its size is lost with its extent, \big is
-# near), so that the Markdown's plain text, which has none of them, can be matched without it.
-_SIZED = {"(": r"\bigl(", ")": r"\bigr)", "[": r"\bigl[", "]": r"\bigr]"}
-_SIZED.update({"{": r"\bigl\{", "}": r"\bigr\}"})
-# ... and the same for a pair of tall delimiters put around a fraction (``\\left(``).
+# Each kind of delimiter as LaTeX writes it after \bigl, \left and the like.
+DELIMITER_LATEX = {"(": "(", ")": ")", "[": "[", "]": "]", "{": r"\{", "}": r"\}"}
+DELIMITER_LATEX.update({"|": "|", "‖": r"\|"})
+# Those, and a pair of tall delimiters put around a fraction (``\\left(``), in a formula.
 SIZED_DELIMITER = re.compile(r"\\(?:big[lr]|left|right)(?:\\[{}|]|[()\[\]|])")
 
 
@@ -50,5 +49,9 @@ def is_extension_font(name: str) -> bool:
 
 def whole_delimiter_latex(ch: str) -> str | None:
     """The LaTeX of a whole delimiter's character code, None for any other character."""
+    # A whole delimiter is sized (its size is lost with its extent, \big is near), so that the
+    # Markdown's plain text, which has none of them, can be matched without it.
     kind = _WHOLE.get(ord(ch)) if len(ch) == 1 else None
-    return _SIZED[kind] if kind else None
+    if not kind:
+        return None
+    return (r"\bigl" if kind in _OPENING else r"\bigr") + DELIMITER_LATEX[kind]
