@@ -5,7 +5,8 @@ page never showed.
   line struck out, and pymupdf4llm writes ``~~…~~``; a ruled notebook page, or a form whose
   fields are drawn as lines through their labels' height, then comes out struck through from
   top to bottom. A real strike-out marks a few words; when most of a page's text is "struck",
-  the lines are the page's rules and the marks go.
+  the lines are the page's rules and the marks go. One or two characters "struck" are a
+  formula's symbols under its own bars.
 - ``<sup>`` around ordinary words: a span set a little above the line (a small-caps run, a
   raised label) comes out as a superscript. Footnote marks and exponents stay (digits, signs,
   one or two letters); a superscript holding a word of four letters or more is set as text.
@@ -16,6 +17,9 @@ page never showed.
   opening bracket before one (``( _X, d_ )``).
 - Quotes: TeX's and typewriters' doubled single quotes (``‘‘…’’``, ``\\`\\`…''``) are one
   double quote each (``“…”``).
+- TeX's logos: LaTeX sets its "A" raised and small, and the extractor writes
+  ``L<sup>A</sup> TEX``, in bold headings ``L**<sup>**A**</sup>**TEX``; a reader sees
+  "LaTeX". On a page with that logo, "TEX" is TeX's (its "E" is set lowered), "TeX".
 
 Pure string functions, outside code blocks and inline code.
 """
@@ -30,6 +34,7 @@ from model.steps import page_step, unchanged
 # When at least this share of a page's letters is inside ~~…~~, the marks are rules.
 _RULED_SHARE = 0.5
 _STRIKE = re.compile(r"~~(.+?)~~", re.DOTALL)
+_STRUCK_SYMBOL = re.compile(r"~~(\S{1,2})~~")
 _SUP = re.compile(r"<sup>([^\n]*?)</sup>")
 # A word a superscript does not hold as a mark: four letters or more.
 _WORD = re.compile(r"[^\W\d_]{4,}")
@@ -47,6 +52,7 @@ def _repairs(text: str) -> str:
     text = unstrike_rules(text)
     text = plain_superscript_words(text)
     text = normalise_quotes(text)
+    text = tex_logos(text)
     text = tighten_emphasis(text)
     text = _SPACE_AFTER_MATH.sub(r"\1", text)
     text = _SPACE_AFTER_BRACKET_BEFORE_CODE.sub("", _SPACE_AFTER_CODE.sub(r"\1", text))
@@ -81,7 +87,10 @@ def _outside_code(markdown: str, repair: Callable[[str], str]) -> str:
 
 
 def unstrike_rules(markdown: str) -> str:
-    """Without ``~~`` where most of the page's letters are struck: its rules, not strike-outs."""
+    """Without ``~~`` where most of the page's letters are struck: its rules, not strike-outs;
+    and without it around one or two characters, which are a formula's symbols crossed by its
+    own bars (a radical's overline through "√", a quotient's bar through "T")."""
+    markdown = _STRUCK_SYMBOL.sub(r"\1", markdown)
     letters = sum(ch.isalnum() for ch in markdown)
     struck = sum(ch.isalnum() for m in _STRIKE.finditer(markdown) for ch in m.group(1))
     if not letters or struck < _RULED_SHARE * letters:
@@ -109,6 +118,23 @@ def normalise_quotes(markdown: str) -> str:
     return re.sub(r"``(?=\S)(.+?)(?<=\S)''", r"“\1”", text)
 
 
+# "L", the raised "A", "TEX", and the emphasis markers the extractor closes and reopens
+# around the superscript (which cancel out once the logo is one word).
+_LATEX_LOGO = re.compile(
+    r"(?<![A-Za-z])L(?P<mark>\*\*|_)? ?<sup>(?:\*\*|_)?A(?:\*\*|_)?</sup>"
+    r"(?(mark)(?P=mark)) ?TEX(?![A-Za-z])"
+)
+# Not inside a Latin word; beside Hangul or CJK (Korean particles follow without a space) it is.
+_TEX = re.compile(r"(?<![A-Za-z])TEX(?![A-Za-z])")
+
+
+def tex_logos(markdown: str) -> str:
+    """TeX's logos as their names: ``L<sup>A</sup> TEX`` is "LaTeX", and on a page that
+    has it, "TEX" is "TeX"."""
+    text = _LATEX_LOGO.sub("LaTeX", markdown)
+    return _TEX.sub("TeX", text) if text != markdown else text
+
+
 # A closing marker (after a non-space), spaces, then punctuation that sticks to the word before.
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$))")
 # The same after an inline formula the rebuild placed where the extractor had a spaced run
@@ -124,9 +150,11 @@ _SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")
 
 def tighten_emphasis(markdown: str) -> str:
     """No space between an emphasised run and the punctuation or bracket that print sets
-    against it."""
+    against it, and no seam between two bold runs that touch."""
     text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", markdown)
     text = _SPACE_AFTER_BRACKET.sub("", text)
+    # one bold run closed and the next opened at once ("TEX2****_ε_"): one run
+    text = re.sub(r"(?<=[^\s*])\*\*\*\*(?=[^\s*])", "", text)
     # the closing bracket after a closing marker: "d_ )" → "d_)"
     return re.sub(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=\))", r"\1", text)
 

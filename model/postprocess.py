@@ -23,7 +23,20 @@ _ARTIFACT_LINES = re.compile(
     r"|\*\*----- (?:Start|End) of picture text -----\*\*(?:<br>)?)\s*$",
     re.MULTILINE,
 )
-_BOLD_HEADING = re.compile(r"^(#{1,6}) +\*\*(.+?)\*\* *$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6}) +(.*\*\*.*)$", re.MULTILINE)
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+
+
+def _unbolded_heading(match: re.Match[str]) -> str:
+    """A heading's bold runs unmarked, its code spans untouched. pymupdf4llm bolds each run
+    of a bold heading apart ("# **The** `scan()` **function**"): taking off only the outer
+    pair would leave "The** `scan()` **function", which no renderer reads as bold."""
+    marks, text = match.group(1), match.group(2)
+    parts = _CODE_SPAN.split(text)
+    if sum(part.count("**") for part in parts[::2]) % 2:
+        return match.group(0)  # an odd count is someone's literal asterisks
+    parts[::2] = [part.replace("**", "") for part in parts[::2]]
+    return f"{marks} {re.sub(r' {2,}', ' ', ''.join(parts)).strip()}"
 
 
 @page_step("markdown tidying", fallback=unchanged)
@@ -32,7 +45,7 @@ def tidy_markdown(markdown: str) -> str:
     text = markdown.replace("\r\n", "\n")
     text = _ARTIFACT_LINES.sub("", text)
     # A heading is already emphasized; "# **Title**" only adds noise for every reader.
-    text = _BOLD_HEADING.sub(r"\1 \2", text)
+    text = _HEADING.sub(_unbolded_heading, text)
     text = "\n".join(line.rstrip() for line in text.split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip() + "\n" if text.strip() else ""

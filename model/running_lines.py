@@ -214,7 +214,9 @@ def drop_lines(markdown: str, running: list[str], *, edge: int = 3) -> str:
     candidates = set(filled[:edge] + filled[-edge:])
     kept = []
     for n, line in enumerate(lines):
-        if n in candidates:
+        # A line with no text of its own (a code fence, a table's rule) is never a running
+        # line: dropping a fence would turn the rest of the page into code.
+        if n in candidates and _squash(line):
             rest = _squash(line)
             for piece in pieces:
                 rest = rest.replace(piece, "", 1)

@@ -61,3 +61,31 @@ def test_inline_code_keeps_to_the_punctuation_and_brackets_print_sets_against_it
     )
     assert readable_markdown("Run `make` . Then `x . y`") == "Run `make`. Then `x . y`"
     assert readable_markdown("accent ( `\\hat{A}` ).") == "accent (`\\hat{A}`)."
+
+
+def test_the_latex_logo_reads_as_its_name():
+    # TeX Live's manuals: the raised "A" comes out as a superscript, in headings in bold.
+    assert readable_markdown("In ordinary L<sup>A</sup> TEX the") == "In ordinary LaTeX the"
+    assert readable_markdown("**Въведение в L**<sup>**A**</sup>**TEX 2**") == (
+        "**Въведение в LaTeX 2**"
+    )
+    assert readable_markdown("L<sup>A</sup>TEX2ε, TEX and TEXT") == "LaTeX2ε, TeX and TEXT"
+    # Without the logo, TEX is someone's capitals; in code it is what the page has.
+    assert readable_markdown("TEX, the state code") == "TEX, the state code"
+    korean = readable_markdown("L<sup>A</sup> TEX이 설치, 즉TEX 매크로")
+    assert korean == "LaTeX이 설치, 즉TeX 매크로"
+    assert readable_markdown("`L<sup>A</sup>TEX`") == "`L<sup>A</sup>TEX`"
+
+
+def test_two_bold_runs_that_touch_are_one():
+    assert tighten_emphasis("**LaTeX2****_ε_ 입문**") == "**LaTeX2_ε_ 입문**"
+    assert tighten_emphasis("ELSE '*****' END") == "ELSE '*****' END"
+    assert tighten_emphasis("****") == "****"
+
+
+def test_a_symbol_crossed_by_its_formulas_bar_is_not_struck_out():
+    # amsmath's guide: a radical's overline runs through the "√" MuPDF reads beside it.
+    assert readable_markdown("so good:<sup>_~~√~~_</sup> _β k_") == "so good:<sup>_√_</sup> _β k_"
+    assert readable_markdown("(_X,_ ~~T~~ _X_ ~~)~~heißt") == "(_X,_ T _X_)heißt"
+    words = "A page of ordinary words, and a few ~~struck out~~ by hand."
+    assert readable_markdown(words) == words

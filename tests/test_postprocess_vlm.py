@@ -83,3 +83,6 @@ def test_a_figure_crop_is_a_png_of_its_box():
 
 def test_the_text_layer_tidier_still_works():
     assert tidy_markdown("# **Title**\n\n\n\nBody  \n") == "# Title\n\nBody\n"
+    # A bold heading written run by run around its code: every run unmarked, code kept.
+    assert tidy_markdown("# **7.2 The** `scan()` **function**") == "# 7.2 The `scan()` function\n"
+    assert tidy_markdown("## a ** b") == "## a ** b\n"  # an odd star is the page's own

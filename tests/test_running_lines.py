@@ -58,6 +58,15 @@ def test_only_lines_made_of_running_text_go_and_only_at_the_page_edges():
     assert "is cited here" in out
 
 
+def test_a_code_fence_at_the_page_edge_stays_with_its_code():
+    # R's manual: a running head, then a code block among the page's first three lines.
+    markdown = "Chapter 7: Reading data\n\nRead it as\n\n```\n> x <- scan()\n```\n\nBody."
+    out = drop_lines(markdown, ["Chapter 7: Reading data"])
+    assert "Chapter 7" not in out
+    assert out.count("```") == 2
+    assert "```\n> x <- scan()\n```" in out
+
+
 def test_a_page_made_only_of_what_its_neighbours_carry_keeps_it():
     assert drop_lines("habibi\n", ["habibi"]) == "habibi\n"
 

@@ -77,7 +77,7 @@ ENGINES: dict[str, EngineSpec] = {
     for spec in (
         EngineSpec(
             name="local",
-            version="local-12",
+            version="local-13",
             import_path="model.engines.local:LocalEngine",
             config_path="model.engines.local_config:LocalConfig",
         ),
