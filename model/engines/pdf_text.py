@@ -13,6 +13,7 @@ from PIL import Image
 from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
+from model.footnote_marks import set_off_footnote_marks
 from model.formula_stacks import stacked_formulas
 from model.formulas import place_formulas
 from model.hangul_spacing import has_hangul, respace_hangul
@@ -122,7 +123,7 @@ def text_layer_markdown(
     runs = page_formulas(page_dict, skip=placed_boxes)
     repaired, formula_notes = place_formulas(repaired, runs)
     # After the formulas: they are found by the Markdown's spacing, and their lines kept.
-    repaired = respace_words(repaired, page_lines)
+    repaired = set_off_footnote_marks(respace_words(repaired, page_lines), page_dict)
     if any(has_hangul(line) for line in page_lines):
         repaired = respace_hangul(repaired, rawdict)
     formula_notes = stack_notes + formula_notes
