@@ -6,8 +6,8 @@ variable is set in math italic (CMMI, Cambria Math …), an operator in the symb
 so each stretch of math in a sentence can be found without guessing where its words end.
 "Seien γ1, γ2 Wege in X mit γ1(1) = γ2(0). Dann ist" holds three: the subscripted pair, the
 lone X, and the relation. A run becomes LaTeX where plain text cannot carry it (a sub- or
-superscript, a relation, an operator); a lone italic letter or Greek letter stays as the
-extractor wrote it, which reads the same. A run that is the whole line is a display.
+superscript, a relation, an operator, a set, pair or interval: "{1, . . . , k}", "(X, d)");
+a lone italic letter or Greek letter stays as the extractor wrote it, which reads the same. A run that is the whole line is a display.
 
 Spans in text fonts join a run only when they hold no letters ("(1) =", "(0)": TeX sets
 digits and brackets in its roman), so the sentence around a formula never goes inside it.
@@ -48,6 +48,10 @@ _TRAILING = ".,;:"
 _STRAY_SCRIPT = re.compile(
     r"^[\^_]\{|(?:[=<>+\-]|\\(?:leq|geq|neq|sim|in|ast|times|cdot))\s*[\^_]\{"
 )
+# A set, a tuple or a list set in math ("{1, . . . , k}", "(X, d)"): braces, brackets or an
+# ellipsis around more than one span. As text it reads as the extractor's italics scattered
+# between the symbols ("_{_ 1 _, . . . , k}_").
+_GROUPING = re.compile(r"\\[{}]|\\[lc]dots|[()\[\]]")
 _OPERATORS = (
     r"\ast", r"\sum", r"\prod", r"\int", r"\sqrt", r"\times", r"\cdot", r"\pm", r"\circ",
     r"\cup", r"\cap", r"\oplus", r"\otimes", r"\partial", r"\nabla", r"\infty",
@@ -155,7 +159,17 @@ def _run_formula(
     words = latex.split()
     related = any(w in RELATIONS for w in words)
     operated = any(op in latex for op in _OPERATORS) and len(words) > 1
-    if not (scripted or related or operated):
-        return None  # a lone "X" or "γ" reads the same as text
     formula_plain = _squash("".join(written_text(s) for s in run))
+    if not (scripted or related or operated or _grouped(run, latex, formula_plain)):
+        return None  # a lone "X" or "γ" reads the same as text
     return Formula(latex, line_plain, formula_plain, whole_line=formula_plain == line_plain)
+
+
+def _grouped(run: list[dict[str, Any]], latex: str, formula_plain: str) -> bool:
+    """A set, tuple or interval of letters or digits, set in more than one span, that does
+    not stop at a relation or an operator (where the rest of the formula, a radical or a
+    big union the runs do not rebuild, was cut off: "d(x, y) :=")."""
+    if len(run) < 2 or not _GROUPING.search(latex) or not any(c.isalnum() for c in formula_plain):
+        return False
+    last = latex.split()[-1]
+    return last not in RELATIONS and last not in (":=", "+", "-", "−", *_OPERATORS)

@@ -197,3 +197,26 @@ def test_geotopo_pages_come_out_with_their_inline_and_displayed_math():
     for markdown in pages.values():
         for formula in math_spans(markdown):
             assert not any(w in formula.split() for w in ("Wege", "mit", "und", "für")), formula
+
+
+def test_a_set_a_pair_or_an_interval_set_in_math_is_latex():
+    # R's manual: "the integers {1, . . . , k}, where k is"; GeoTopo: "ein Paar (X, d)",
+    # "wie z. B. [0, 1)". As text they read as italics scattered between the symbols.
+    integers = [
+        _span("the integers"), _span(" ", "CMSY10"), _span("{", "CMSY10"), _span("1"),
+        _span(", . . . , k", "CMMI10"), _span("}", "CMSY10"), _span(", where"),
+        _span(" k", "CMMI10"), _span(" is"),
+    ]  # fmt: skip
+    assert [f.latex for f in line_math_runs(integers)] == [r"\{1, \ldots , k\}"]
+    pair = [_span("ein Paar"), _span(" ("), _span("X, d", "CMMI10"), _span(")"), _span(" heißt")]
+    assert [f.latex for f in line_math_runs(pair)] == ["(X, d)"]
+    interval = [_span("z. B."), _span(" [0"), _span(",", "CMMI10"), _span(" 1)."), _span(" Auch")]
+    assert [f.latex for f in line_math_runs(interval)] == ["[0, 1)"]
+
+
+def test_a_symbol_in_brackets_or_a_group_cut_at_its_relation_stays_text():
+    # a sign named in brackets; GeoTopo: "d(x, y) :=" before a radical the runs do not rebuild
+    sign = [_span("the sign"), _span(" ("), _span("∅", "CMSY10"), _span(")"), _span(" is")]
+    assert line_math_runs(sign) == []
+    cut = [_span("d", "CMMI10"), _span("("), _span("x, y", "CMMI10"), _span(") :=")]
+    assert line_math_runs(cut) == []
