@@ -7,7 +7,8 @@ so each stretch of math in a sentence can be found without guessing where its wo
 "Seien γ1, γ2 Wege in X mit γ1(1) = γ2(0). Dann ist" holds three: the subscripted pair, the
 lone X, and the relation. A run becomes LaTeX where plain text cannot carry it (a sub- or
 superscript, a relation, an operator, a set, pair or interval: "{1, . . . , k}", "(X, d)");
-a lone italic letter or Greek letter stays as the extractor wrote it, which reads the same. A run that is the whole line is a display.
+a lone italic letter or Greek letter stays as the extractor wrote it, which reads the same. A
+run that is the whole line is a display.
 
 Spans in text fonts join a run only when they hold no letters ("(1) =", "(0)": TeX sets
 digits and brackets in its roman), so the sentence around a formula never goes inside it.
