@@ -21,7 +21,8 @@ from model.steps import page_step, unchanged
 MAX_MARK_SIZE = 0.85
 # ... and its baseline higher, by this share of the text's size (TeX: about a third).
 MIN_RAISE = 0.2
-# The footnote's first characters (spaces aside) that identify its line in the Markdown.
+# How much of the text after a mark is kept, and how many of its first characters (spaces
+# aside) must follow the mark in the Markdown line that is the footnote's.
 PREFIX_CHARS = 12
 FIRST_CHARS = 5
 _DIGITS = re.compile(r"\d{1,3}")

@@ -23,7 +23,7 @@ _ARTIFACT_LINES = re.compile(
     r"|\*\*----- (?:Start|End) of picture text -----\*\*(?:<br>)?)\s*$",
     re.MULTILINE,
 )
-_HEADING = re.compile(r"^(#{1,6}) +(.*\*\*.*)$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6}) +(.*\*\*.*)$")
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 
 
@@ -44,9 +44,16 @@ def tidy_markdown(markdown: str) -> str:
     """Strip extractor artifacts and stray whitespace; at most one blank line in a row."""
     text = markdown.replace("\r\n", "\n")
     text = _ARTIFACT_LINES.sub("", text)
-    # A heading is already emphasized; "# **Title**" only adds noise for every reader.
-    text = _HEADING.sub(_unbolded_heading, text)
-    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    # A heading is already emphasized; "# **Title**" only adds noise for every reader. In
+    # a code block, "# x = a**2 + b**2" is a comment, not a heading.
+    lines, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced:
+            line = _HEADING.sub(_unbolded_heading, line)
+        lines.append(line.rstrip())
+    text = "\n".join(lines)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip() + "\n" if text.strip() else ""
 

@@ -86,3 +86,5 @@ def test_the_text_layer_tidier_still_works():
     # A bold heading written run by run around its code: every run unmarked, code kept.
     assert tidy_markdown("# **7.2 The** `scan()` **function**") == "# 7.2 The `scan()` function\n"
     assert tidy_markdown("## a ** b") == "## a ** b\n"  # an odd star is the page's own
+    code = "```\n# x = a**2 + b**2\n```\n\n# **Title**"
+    assert tidy_markdown(code) == "```\n# x = a**2 + b**2\n```\n\n# Title\n"
