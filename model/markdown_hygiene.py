@@ -135,14 +135,15 @@ def tex_logos(markdown: str) -> str:
     return _TEX.sub("TeX", text) if text != markdown else text
 
 
-# A closing marker (after a non-space), spaces, then punctuation that sticks to the word before.
-_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$))")
+# A closing marker (after a non-space), spaces, then punctuation that sticks to the word before
+# (the punctuation ends a word, or a footnote's mark follows it: "`longtable` .<sup>1</sup>").
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)\]](?:\s|$|<sup>))")
 # The same after an inline formula the rebuild placed where the extractor had a spaced run
 # ("$a, b, c \in X$ ,").
-_SPACE_AFTER_MATH = re.compile(r"(?<!\$)(\$[^$\n]+\$) +(?=[.,;:!?)\]](?:\s|$))")
+_SPACE_AFTER_MATH = re.compile(r"(?<!\$)(\$[^$\n]+\$) +(?=[.,;:!?)\]](?:\s|$|<sup>))")
 # And after inline code, which pymupdf4llm sets off with spaces whatever stands beside it
 # ("`\qty()` ."); here the code is ``_outside_code``'s placeholder.
-_SPACE_AFTER_CODE = re.compile(r"(\x00\d+\x00) +(?=\)|[.,;:!?\]](?:\s|$))")
+_SPACE_AFTER_CODE = re.compile(r"(\x00\d+\x00) +(?=\)|[.,;:!?\]](?:\s|$|<sup>))")
 _SPACE_AFTER_BRACKET_BEFORE_CODE = re.compile(r"(?<=[(\[]) +(?=\x00\d+\x00)")
 # An opening bracket, spaces, then an opening marker (before a non-space).
 _SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) +(?=(?:\*\*|__|\*|_)[^\s*_])")

@@ -89,3 +89,9 @@ def test_a_symbol_crossed_by_its_formulas_bar_is_not_struck_out():
     assert readable_markdown("(_X,_ ~~T~~ _X_ ~~)~~heißt") == "(_X,_ T _X_)heißt"
     words = "A page of ordinary words, and a few ~~struck out~~ by hand."
     assert readable_markdown(words) == words
+
+
+def test_punctuation_keeps_to_the_code_before_a_footnote_mark():
+    # booktabs: "compatability with `longtable` .<sup>1</sup>"
+    assert readable_markdown("with `longtable` .<sup>1</sup>") == "with `longtable`.<sup>1</sup>"
+    assert readable_markdown("the **end** .<sup>2</sup> Then") == "the **end**.<sup>2</sup> Then"
