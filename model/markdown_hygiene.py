@@ -19,7 +19,8 @@ page never showed.
   double quote each (``“…”``).
 - TeX's logos: LaTeX sets its "A" raised and small, and the extractor writes
   ``L<sup>A</sup> TEX``, in bold headings ``L**<sup>**A**</sup>**TEX``; a reader sees
-  "LaTeX". On a page with that logo, "TEX" is TeX's (its "E" is set lowered), "TeX".
+  "LaTeX". On a page with that logo, "TEX" is TeX's (its "E" is set lowered), "TeX", and
+  "LATEX" the logo in a footnote's size, "LaTeX".
 
 Pure string functions, outside code blocks and inline code.
 """
@@ -125,14 +126,17 @@ _LATEX_LOGO = re.compile(
     r"(?(mark)(?P=mark)) ?TEX(?![A-Za-z])"
 )
 # Not inside a Latin word; beside Hangul or CJK (Korean particles follow without a space) it is.
-_TEX = re.compile(r"(?<![A-Za-z])TEX(?![A-Za-z])")
+# "LATEX" is the logo in footnote sizes, where its "A" is not raised enough to be a superscript.
+_TEX = re.compile(r"(?<![A-Za-z])(LA)?TEX(?![A-Za-z])")
 
 
 def tex_logos(markdown: str) -> str:
     """TeX's logos as their names: ``L<sup>A</sup> TEX`` is "LaTeX", and on a page that
-    has it, "TEX" is "TeX"."""
+    has it, "TEX" is "TeX" and "LATEX" "LaTeX"."""
     text = _LATEX_LOGO.sub("LaTeX", markdown)
-    return _TEX.sub("TeX", text) if text != markdown else text
+    if text == markdown:
+        return text
+    return _TEX.sub(lambda m: "LaTeX" if m.group(1) else "TeX", text)
 
 
 # A closing marker (after a non-space), spaces, then punctuation that sticks to the word before

@@ -70,6 +70,9 @@ def test_the_latex_logo_reads_as_its_name():
         "**Въведение в LaTeX 2**"
     )
     assert readable_markdown("L<sup>A</sup>TEX2ε, TEX and TEXT") == "LaTeX2ε, TeX and TEXT"
+    # in a footnote's size the "A" is not raised enough to be a superscript
+    footnote = readable_markdown("L<sup>A</sup> TEX.\n\n> 1 Basic LATEX3")
+    assert footnote == "LaTeX.\n\n> 1 Basic LaTeX3"
     # Without the logo, TEX is someone's capitals; in code it is what the page has.
     assert readable_markdown("TEX, the state code") == "TEX, the state code"
     korean = readable_markdown("L<sup>A</sup> TEX이 설치, 즉TEX 매크로")
