@@ -26,9 +26,11 @@ MIN_RAISE = 0.2
 PREFIX_CHARS = 12
 FIRST_CHARS = 5
 _DIGITS = re.compile(r"\d{1,3}")
+# Emphasis markers, which may open the footnote's text.
+_EMPHASIS = r"(?:\*\*|\*|_)*"
 # What may stand before the mark at a Markdown line's start: a quote block, a list bullet,
 # emphasis markers.
-_LEAD = r"(?P<block>(?:>\s*|[-*]\s+)?)(?P<emphasis>(?:\*\*|\*|_)*)"
+_LEAD = rf"(?P<block>(?:>\s*|[-*]\s+)?)(?P<emphasis>{_EMPHASIS})"
 
 
 def raised_marks(page_dict: dict[str, Any]) -> list[tuple[str, str]]:
@@ -64,6 +66,6 @@ def set_off_footnote_marks(markdown: str, page_dict: dict[str, Any]) -> str:
         if not chars:
             continue
         first = r"\s*".join(map(re.escape, chars))
-        pattern = re.compile(rf"^{_LEAD}(?P<mark>{digits})(?=(?:\*\*|\*|_)*{first})", re.MULTILINE)
+        pattern = re.compile(rf"^{_LEAD}(?P<mark>{digits})(?={_EMPHASIS}{first})", re.MULTILINE)
         markdown = pattern.sub(r"\g<block><sup>\g<mark></sup> \g<emphasis>", markdown, 1)
     return markdown

@@ -46,7 +46,7 @@ _INLINE_CODE = re.compile(r"`[^`\n]+`")
 @page_step("markdown hygiene", fallback=unchanged)
 def readable_markdown(markdown: str) -> str:
     """All the repairs of this module, in order."""
-    return _outside_code(markdown, _repairs)
+    return outside_code(markdown, _repairs)
 
 
 def _repairs(text: str) -> str:
@@ -60,7 +60,7 @@ def _repairs(text: str) -> str:
     return "\n\n".join(balance_emphasis(p) for p in text.split("\n\n"))
 
 
-def _outside_code(markdown: str, repair: Callable[[str], str]) -> str:
+def outside_code(markdown: str, repair: Callable[[str], str]) -> str:
     """``repair`` applied to the Markdown less its fenced code blocks and inline code, which
     are written as the page has them."""
     parts: list[tuple[bool, str]] = []  # (is code, text)
@@ -146,7 +146,7 @@ _SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[^\s*_])(\*\*|__|\*|_) +(?=[.,;:!?)
 # ("$a, b, c \in X$ ,").
 _SPACE_AFTER_MATH = re.compile(r"(?<!\$)(\$[^$\n]+\$) +(?=[.,;:!?)\]](?:\s|$|<sup>))")
 # And after inline code, which pymupdf4llm sets off with spaces whatever stands beside it
-# ("`\qty()` ."); here the code is ``_outside_code``'s placeholder.
+# ("`\qty()` ."); here the code is ``outside_code``'s placeholder.
 _SPACE_AFTER_CODE = re.compile(r"(\x00\d+\x00) +(?=\)|[.,;:!?\]](?:\s|$|<sup>))")
 _SPACE_AFTER_BRACKET_BEFORE_CODE = re.compile(r"(?<=[(\[]) +(?=\x00\d+\x00)")
 # An opening bracket, spaces, then an opening marker (before a non-space).

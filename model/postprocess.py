@@ -13,6 +13,7 @@ from typing import Any
 
 from PIL import Image
 
+from model.markdown_hygiene import outside_code
 from model.steps import no_findings, page_step, unchanged
 
 # --- Markdown from a text layer ----------------------------------------------------------------
@@ -23,20 +24,18 @@ _ARTIFACT_LINES = re.compile(
     r"|\*\*----- (?:Start|End) of picture text -----\*\*(?:<br>)?)\s*$",
     re.MULTILINE,
 )
-_HEADING = re.compile(r"^(#{1,6}) +(.*\*\*.*)$")
-_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
+_HEADING = re.compile(r"^(#{1,6}) +(.*\*\*.*)$", re.MULTILINE)
 
 
 def _unbolded_heading(match: re.Match[str]) -> str:
-    """A heading's bold runs unmarked, its code spans untouched. pymupdf4llm bolds each run
-    of a bold heading apart ("# **The** `scan()` **function**"): taking off only the outer
-    pair would leave "The** `scan()` **function", which no renderer reads as bold."""
+    """A heading's bold runs unmarked (its code is out of sight: ``outside_code``).
+    pymupdf4llm bolds each run of a bold heading apart ("# **The** `scan()` **function**"):
+    taking off only the outer pair would leave "The** `scan()` **function", which no renderer
+    reads as bold."""
     marks, text = match.group(1), match.group(2)
-    parts = _CODE_SPAN.split(text)
-    if sum(part.count("**") for part in parts[::2]) % 2:
+    if text.count("**") % 2:
         return match.group(0)  # an odd count is someone's literal asterisks
-    parts[::2] = [part.replace("**", "") for part in parts[::2]]
-    return f"{marks} {re.sub(r' {2,}', ' ', ''.join(parts)).strip()}"
+    return f"{marks} {re.sub(r' {2,}', ' ', text.replace('**', '')).strip()}"
 
 
 @page_step("markdown tidying", fallback=unchanged)
@@ -46,14 +45,8 @@ def tidy_markdown(markdown: str) -> str:
     text = _ARTIFACT_LINES.sub("", text)
     # A heading is already emphasized; "# **Title**" only adds noise for every reader. In
     # a code block, "# x = a**2 + b**2" is a comment, not a heading.
-    lines, fenced = [], False
-    for line in text.split("\n"):
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-        elif not fenced:
-            line = _HEADING.sub(_unbolded_heading, line)
-        lines.append(line.rstrip())
-    text = "\n".join(lines)
+    text = outside_code(text, lambda prose: _HEADING.sub(_unbolded_heading, prose))
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip() + "\n" if text.strip() else ""
 

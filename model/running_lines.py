@@ -216,8 +216,8 @@ def drop_lines(markdown: str, running: list[str], *, edge: int = 3) -> str:
     for n, line in enumerate(lines):
         # A line with no text of its own (a code fence, a table's rule) is never a running
         # line: dropping a fence would turn the rest of the page into code.
-        if n in candidates and _squash(line):
-            rest = _squash(line)
+        rest = _squash(line) if n in candidates else ""
+        if rest:
             for piece in pieces:
                 rest = rest.replace(piece, "", 1)
             if not rest:
