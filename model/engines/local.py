@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -118,6 +119,7 @@ class LocalEngine:
         self._det: Any = None
         self._tesseract = TesseractLines()
         self._ocr_lock = threading.Lock()
+        self._side: ThreadPoolExecutor | None = None  # reads the agreement signal's lines
 
     def load(self) -> None:
         # One pass through each path on a one-line page: this loads the layout model and
@@ -149,8 +151,7 @@ class LocalEngine:
         layer_image: Image.Image | None = None  # the picture under someone else's OCR layer
         markdown, layout = "", None
         notes: list[str] = []
-        drawn: list[Any] | None = []  # the layer's lines as drawn, for the agreement signal
-        drawing_seconds = 0.0
+        second: Future[Any] | None = None  # the agreement signal's reading, under way
         with MUPDF_LOCK:  # pymupdf4llm too runs on MuPDF's global state
             doc = open_pdf_page(page.data, page.page_number)
             try:
@@ -159,6 +160,13 @@ class LocalEngine:
                 if needs_ocr(doc[0]):
                     image = pdf_page_image(doc[0])
                 else:
+                    # The ``agreement`` review signal: some of the layer's lines drawn from the
+                    # page, read by the recognizer on a thread of its own while pymupdf4llm
+                    # lays the page out (the recognizer needs only the pixels, and a core
+                    # pymupdf4llm's Python leaves idle).
+                    drawing = time.perf_counter()
+                    drawn = agreement.safely(agreement.text_layer_lines, doc[0])
+                    second = self._reading_again(drawn, time.perf_counter() - drawing)
                     markdown, layout, notes = text_layer_markdown(doc, options)
                     if options.headers == "drop":
                         own = margin_lines(doc[0])
@@ -166,9 +174,6 @@ class LocalEngine:
                         markdown = drop_lines(markdown, running)
                     if is_ocr_layer(doc[0], image_coverage(doc[0])):
                         layer_image = pdf_page_image(doc[0])
-                    drawing = time.perf_counter()
-                    drawn = agreement.safely(agreement.text_layer_lines, doc[0])
-                    drawing_seconds = time.perf_counter() - drawing
             finally:
                 doc.close()
         done = time.perf_counter()
@@ -178,11 +183,8 @@ class LocalEngine:
         result = _result(markdown, "text-layer", opened - started, done - opened)
         result.layout = layout
         result.extra["extraction_notes"] = notes
-        # The layer's lines read from the page's drawing: the ``agreement`` review signal.
-        with self._ocr_lock:
-            found, skipped = agreement.second_reading(
-                drawn, self._recognizer(), drawing_seconds=drawing_seconds
-            )
+        assert second is not None  # a text-layer page's lines went to be read
+        found, skipped = second.result()
         result.extra["agreement"] = found
         if skipped:
             result.extra["skipped_steps"] = list(skipped)
@@ -227,6 +229,19 @@ class LocalEngine:
         return result
 
     # --- images and OCR ------------------------------------------------------------------------
+
+    def _reading_again(self, drawn: list[Any] | None, drawing_seconds: float) -> Future[Any]:
+        """The drawn lines read by the recognizer on the engine's side thread: a future of
+        ``agreement.second_reading``'s answer."""
+        if self._side is None:
+            self._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="folio-agreement")
+
+        def read() -> tuple[dict[str, Any] | None, tuple[str, ...]]:
+            with self._ocr_lock:
+                recognizer = self._recognizer()
+                return agreement.second_reading(drawn, recognizer, drawing_seconds=drawing_seconds)
+
+        return self._side.submit(read)
 
     def _transcribe_image(self, page: PageInput, options: EngineOptions) -> PageResult:
         started = time.perf_counter()

@@ -10,6 +10,7 @@ from typing import Any
 import pymupdf
 from PIL import Image
 
+from model import layout_model
 from model.drop_caps import join_drop_caps
 from model.engines.base import EngineOptions
 from model.engines.table_pass import cheaper_tables
@@ -138,11 +139,7 @@ def text_layer_markdown(
 def pymupdf4llm_markdown(
     doc: pymupdf.Document, options: EngineOptions, page_dict: dict[str, Any]
 ) -> tuple[str, PageLayout | None]:
-    import pymupdf.layout
-
-    # pymupdf4llm turns the layout model on at import when pymupdf.layout is importable;
-    # activating it here as well makes that dependency explicit and fails loudly without it.
-    pymupdf.layout.activate()
+    layout_model.activate()
     import pymupdf4llm
 
     kwargs: dict[str, Any] = {
