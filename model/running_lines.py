@@ -43,12 +43,15 @@ _ROMAN = re.compile(r"\b[ivxlcdm]+\b")
 _MARKUP = re.compile(r"[*_`#|~]|</?[a-z]+>")
 
 
-def margin_lines(page: pymupdf.Page) -> list[tuple[str, str]]:
-    """The page's text lines in its first and last rows, as ("top" | "bottom", text)."""
+def margin_lines(
+    page: pymupdf.Page, textpage: pymupdf.TextPage | None = None
+) -> list[tuple[str, str]]:
+    """The page's text lines in its first and last rows, as ("top" | "bottom", text); from
+    ``textpage`` where given (made with ``TEXTFLAGS_TEXT``)."""
     flags = pymupdf.TEXTFLAGS_TEXT  # no images: a page's picture is not decoded for this
     lines = [
         (line["bbox"][1], line["bbox"][3], "".join(span["text"] for span in line["spans"]))
-        for block in page.get_text("dict", flags=flags)["blocks"]
+        for block in page.get_text("dict", flags=flags, textpage=textpage)["blocks"]
         for line in block.get("lines", [])
     ]
     return edge_lines(lines, page.rect.height)

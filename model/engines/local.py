@@ -41,7 +41,13 @@ from model.engines.ocr_output import (
     read_confidently,
     unread_notes,
 )
-from model.engines.pdf_text import image_coverage, needs_ocr, pdf_page_image, text_layer_markdown
+from model.engines.pdf_text import (
+    image_coverage,
+    needs_ocr,
+    pdf_page_image,
+    text_layer_markdown,
+    text_page,
+)
 from model.engines.scan_margins import MarginReader, scanned_margin_lines
 from model.engines.tesseract_lines import ScriptReading, TesseractLines, read_unread_lines
 from model.layout import PageLayout, page_size_points
@@ -156,24 +162,26 @@ class LocalEngine:
             doc = open_pdf_page(page.data, page.page_number)
             try:
                 opened = time.perf_counter()
-                size = (doc[0].rect.width, doc[0].rect.height)
-                if needs_ocr(doc[0]):
-                    image = pdf_page_image(doc[0])
+                first = doc[0]  # the text page below holds this object weakly
+                size = (first.rect.width, first.rect.height)
+                text = text_page(first)  # for the reads here; the repairs make their own
+                if needs_ocr(first, text):
+                    image = pdf_page_image(first)
                 else:
                     # The ``agreement`` review signal: some of the layer's lines drawn from the
                     # page, read by the recognizer on a thread of its own while pymupdf4llm
                     # lays the page out (the recognizer needs only the pixels, and a core
                     # pymupdf4llm's Python leaves idle).
                     drawing = time.perf_counter()
-                    drawn = agreement.safely(agreement.text_layer_lines, doc[0])
+                    drawn = agreement.safely(agreement.text_layer_lines, first, text)
                     second = self._reading_again(drawn, time.perf_counter() - drawing)
                     markdown, layout, notes = text_layer_markdown(doc, options)
                     if options.headers == "drop":
-                        own = margin_lines(doc[0])
+                        own = margin_lines(first, text)
                         running = document_running_lines(page.data, page.page_number, own)
                         markdown = drop_lines(markdown, running)
-                    if is_ocr_layer(doc[0], image_coverage(doc[0])):
-                        layer_image = pdf_page_image(doc[0])
+                    if is_ocr_layer(first, image_coverage(first)):
+                        layer_image = pdf_page_image(first)
             finally:
                 doc.close()
         done = time.perf_counter()

@@ -57,11 +57,23 @@ SPREAD_MIN_LINES = 5
 # get_text("dict") against 0.06 s without them.
 TEXT_DICT_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
 TEXT_RAWDICT_FLAGS = pymupdf.TEXTFLAGS_RAWDICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+# Those are also the flags of "text" and "words", so one MuPDF text page made with them serves
+# every read the engine makes of the page it transcribes (``text_page``).
+assert TEXT_DICT_FLAGS == TEXT_RAWDICT_FLAGS == pymupdf.TEXTFLAGS_TEXT == pymupdf.TEXTFLAGS_WORDS
 
 
-def needs_ocr(page: pymupdf.Page) -> bool:
+def text_page(page: pymupdf.Page) -> pymupdf.TextPage:
+    """The page's glyphs as MuPDF extracts them, made once for several reads of the page
+    ("text", "dict", "rawdict", "words"): each ``get_text`` without one builds it again, about
+    4 ms a page on the real set's text-layer pages. It holds its page weakly, and
+    ``get_text`` takes it only with that same ``Page`` object: keep the object
+    (``doc[0]`` makes a new one each time)."""
+    return page.get_textpage(flags=TEXT_DICT_FLAGS)
+
+
+def needs_ocr(page: pymupdf.Page, textpage: pymupdf.TextPage | None = None) -> bool:
     """Whether a PDF page's text layer is missing, negligible or unreadable."""
-    text = page.get_text("text")
+    text = page.get_text("text", textpage=textpage)
     readable = sum(1 for ch in text if ch.isalnum())
     unmapped = text.count("\ufffd")
     if readable < MIN_TEXT_LAYER_CHARS:
@@ -95,7 +107,9 @@ def text_layer_markdown(
     and what could not be recovered (notes for the quality signals)."""
     # The glyphs' geometry, which Markdown has lost: spacing of code lines, the sizes and
     # baselines that make a formula's scripts, and so which running heads hold a formula.
-    page_dict = doc[0].get_text("dict", flags=TEXT_DICT_FLAGS)
+    page = doc[0]
+    textpage = text_page(page)
+    page_dict = page.get_text("dict", textpage=textpage)
     markdown, layout = pymupdf4llm_markdown(doc, options, page_dict)
     if options.table_format == "auto":
         markdown = auto_tables(markdown)
@@ -111,7 +125,7 @@ def text_layer_markdown(
     )
     repaired = join_drop_caps(repaired, page_dict)
     # Fractions with a rule and radicals need the glyphs one by one and the page's drawings.
-    rawdict = doc[0].get_text("rawdict", flags=TEXT_RAWDICT_FLAGS)
+    rawdict = page.get_text("rawdict", textpage=textpage)
     stacked, stack_notes = stacked_formulas(doc[0], rawdict)
     # The runs of math inside a stacked formula's box are its own, unless it could not be
     # placed and stays text: then they are placed as on a page without it.

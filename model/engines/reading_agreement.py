@@ -123,12 +123,14 @@ def _segment(words: list[tuple[str, Any]]) -> tuple[str, Any] | None:
     return (text, [box for _, box in taken]) if readable(text) else None
 
 
-def text_layer_lines(page: pymupdf.Page) -> list[tuple[str, np.ndarray]]:
-    """Sampled runs of words of the page's text layer, one a line, each with its drawing at
-    about the recognizer's height (RGB pixels). Call under MuPDF's lock; reading them needs
-    none."""
+def text_layer_lines(
+    page: pymupdf.Page, textpage: pymupdf.TextPage | None = None
+) -> list[tuple[str, np.ndarray]]:
+    """Sampled runs of words of the page's text layer (from ``textpage`` where given), one a
+    line, each with its drawing at about the recognizer's height (RGB pixels). Call under
+    MuPDF's lock; reading them needs none."""
     lines: dict[tuple[int, int], list[tuple[str, Any]]] = {}
-    for x0, y0, x1, y1, word, block, line, _ in page.get_text("words"):
+    for x0, y0, x1, y1, word, block, line, _ in page.get_text("words", textpage=textpage):
         lines.setdefault((block, line), []).append((word, pymupdf.Rect(x0, y0, x1, y1)))
     candidates = []
     for words in lines.values():
