@@ -265,3 +265,29 @@ def test_a_landscape_page_is_a_spread_only_when_nothing_crosses_its_middle():
         portrait.insert_text((60, 100 + 20 * i), f"Left column, line {i}.")
         portrait.insert_text((320, 100 + 20 * i), f"Right column, line {i}.")
     assert not is_spread(portrait)
+
+
+def _read_in_child(engine: LocalEngine, data: bytes, answers) -> None:  # type: ignore[no-untyped-def]
+    result = transcribe(engine, data)
+    answers.put((result.method, (result.extra.get("agreement") or {}).get("lines")))
+
+
+def test_a_forked_child_reads_text_layer_pages_after_its_parent_did() -> None:
+    # The agreement signal's lines are read on the engine's side thread. A prefork pool's child
+    # inherits the engine but not that thread: it must start its own, not wait for ever.
+    import multiprocessing
+
+    engine = LocalEngine()
+    data = documents.born_digital_pdf()
+    parent = transcribe(engine, data)
+    assert parent.extra["agreement"]["lines"] >= 1
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    child = context.Process(target=_read_in_child, args=(engine, data, answers))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child never finished its page")
+    assert child.exitcode == 0
+    assert answers.get(timeout=5) == ("text-layer", parent.extra["agreement"]["lines"])

@@ -15,6 +15,7 @@ The text-layer path is ``model.engines.pdf_text``; RapidOCR's output is made usa
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -126,6 +127,7 @@ class LocalEngine:
         self._tesseract = TesseractLines()
         self._ocr_lock = threading.Lock()
         self._side: ThreadPoolExecutor | None = None  # reads the agreement signal's lines
+        self._side_pid = 0  # the process the executor's thread runs in
 
     def load(self) -> None:
         # One pass through each path on a one-line page: this loads the layout model and
@@ -241,8 +243,10 @@ class LocalEngine:
     def _reading_again(self, drawn: list[Any] | None, drawing_seconds: float) -> Future[Any]:
         """The drawn lines read by the recognizer on the engine's side thread: a future of
         ``agreement.second_reading``'s answer."""
-        if self._side is None:
+        if self._side is None or self._side_pid != os.getpid():
+            # A forked child (a prefork pool's) has the executor but not its thread.
             self._side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="folio-agreement")
+            self._side_pid = os.getpid()
 
         def read() -> tuple[dict[str, Any] | None, tuple[str, ...]]:
             with self._ocr_lock:
