@@ -72,6 +72,8 @@ def outside_code(markdown: str, repair: Callable[[str], str]) -> str:
             continue
         parts.append((fenced, line))
     text_lines = [line for code, line in parts if not code]
+    if not text_lines:
+        return markdown  # code alone: nothing to repair (and no empty line to add)
     # Inline code is kept aside under a placeholder no repair touches.
     kept: list[str] = []
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from model.markdown_hygiene import (
     balance_emphasis,
     normalise_quotes,
+    outside_code,
     plain_superscript_words,
     readable_markdown,
     tighten_emphasis,
@@ -98,3 +99,11 @@ def test_punctuation_keeps_to_the_code_before_a_footnote_mark():
     # booktabs: "compatability with `longtable` .<sup>1</sup>"
     assert readable_markdown("with `longtable` .<sup>1</sup>") == "with `longtable`.<sup>1</sup>"
     assert readable_markdown("the **end** .<sup>2</sup> Then") == "the **end**.<sup>2</sup> Then"
+
+
+def test_a_page_of_code_alone_comes_back_as_it_was():
+    # No text to repair: the repair is not run on an empty text, whose one empty line would
+    # have been added after the code.
+    block = "```\nx = a**2\n```"
+    assert outside_code(block, lambda text: text + " repaired") == block
+    assert outside_code("```\nx\n```\nprose", lambda text: text.upper()) == "```\nx\n```\nPROSE"

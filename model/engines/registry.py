@@ -77,7 +77,7 @@ ENGINES: dict[str, EngineSpec] = {
     for spec in (
         EngineSpec(
             name="local",
-            version="local-13",
+            version="local-14",
             import_path="model.engines.local:LocalEngine",
             config_path="model.engines.local_config:LocalConfig",
         ),
