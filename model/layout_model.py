@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _done = False
+_REPLACED: list[Any] = []  # sessions replaced here, kept alive (``_keep_image_memory``)
 
 
 def activate() -> None:
@@ -86,3 +87,8 @@ def _keep_image_memory() -> None:
     network._session = ort.InferenceSession(
         session._model_path, sess_options=options, providers=session.get_providers()
     )
+    # The session replaced is kept, never destroyed. A Celery worker's parent imports PyMuPDF,
+    # and with it the layout model (its sessions and their thread pools); a prefork child that
+    # destroyed such a session would wait in ONNX Runtime for pool threads that were never
+    # forked, and never read a page. A child leaves through os._exit, so this is never freed.
+    _REPLACED.append(session)

@@ -4,6 +4,11 @@ model does."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pymupdf
 import pytest
 
@@ -43,3 +48,44 @@ def test_the_same_boxes_as_pymupdf_layouts_own_model(name: str, index: int) -> N
     assert own, "the page has boxes"
     assert engines[0] == own
     assert engines[1] == own
+
+
+# A Celery worker's parent imports PyMuPDF, which builds the layout model; the prefork child
+# switches the engine's layout model on and lays a page out. Run in a process of its own, so
+# that nothing of this test process (an activation already made) hides the case.
+_CHILD_AFTER_FORK = """
+import multiprocessing, sys
+import pymupdf
+from model import layout_model
+
+def child(answers):
+    layout_model.activate()
+    with pymupdf.open(sys.argv[1]) as doc:
+        answers.put((layout_model.image_session_keeps_memory(), len(pymupdf._get_layout(doc[0]))))
+
+context = multiprocessing.get_context("fork")
+answers = context.Queue()
+process = context.Process(target=child, args=(answers,))
+process.start()
+process.join(90)
+if process.is_alive():
+    process.kill()
+    sys.exit("the child never laid its page out")
+print(process.exitcode, *answers.get(timeout=5))
+"""
+
+
+def test_a_forked_child_switches_the_model_on_and_lays_pages_out() -> None:
+    # The child replaces a session its parent built; destroying that one would wait for ever
+    # on thread-pool threads that were not forked.
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD_AFTER_FORK), str(SOURCES / "multi_page.pdf")],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    exitcode, keeps_memory, boxes = done.stdout.split()
+    assert (exitcode, keeps_memory) == ("0", "True")
+    assert int(boxes) > 0
