@@ -126,7 +126,7 @@ def text_layer_markdown(
     repaired = join_drop_caps(repaired, page_dict)
     # Fractions with a rule and radicals need the glyphs one by one and the page's drawings.
     rawdict = page.get_text("rawdict", textpage=textpage)
-    stacked, stack_notes = stacked_formulas(doc[0], rawdict)
+    stacked, stack_notes = stacked_formulas(page, rawdict)
     # The runs of math inside a stacked formula's box are its own, unless it could not be
     # placed and stays text: then they are placed as on a page without it.
     placed_boxes = []
