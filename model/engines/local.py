@@ -115,7 +115,7 @@ class OcrReading:
 class LocalEngine:
     name: ClassVar[str] = "local"
     # Bump when the same page would come out differently (it is part of the cache key).
-    version: ClassVar[str] = "local-14"
+    version: ClassVar[str] = "local-15"
     max_pages_in_flight: ClassVar[int] = 1
 
     def __init__(self, config: LocalConfig | None = None) -> None:

@@ -21,6 +21,7 @@ from model.hangul_spacing import has_hangul, respace_hangul
 from model.layout import PageLayout
 from model.layout.furniture import drop_furniture
 from model.layout.reading_order import reorder_chunk
+from model.layout.side_panels import panels_apart
 from model.layout.text_layer import text_layer_layout
 from model.markdown_hygiene import readable_markdown
 from model.markdown_repair import repair_text_layer
@@ -182,19 +183,21 @@ def pymupdf4llm_markdown(
         if halves is not None:
             return halves
     # The layout model reads some two-column pages by rows; its boxes are put in reading
-    # order (``model.layout.reading_order``) before their Markdown is joined.
-    with cheaper_tables():
+    # order (``model.layout.reading_order``) before their Markdown is joined, and a box
+    # around two panels side by side is cut in two first (``model.layout.side_panels``).
+    with cheaper_tables(), panels_apart() as panels:
         chunk = pymupdf4llm.to_markdown(doc, **kwargs)[0]
     if options.headers == "drop":
         cut = drop_furniture(chunk, page_dict)
         if cut is None:  # boxes that cannot be cut apart: pymupdf4llm drops the heads itself
             kwargs.update(header=False, footer=False)
-            with cheaper_tables():
+            with cheaper_tables(), panels_apart() as again:
                 cut = pymupdf4llm.to_markdown(doc, **kwargs)[0]
+            panels += again
             if not tidy_markdown(cut["text"]):
                 cut = chunk  # the page's only line was called a head: an empty page is worse
         chunk = cut
-    chunk = reorder_chunk(chunk)
+    chunk = reorder_chunk(chunk, together=panels)
     markdown = tidy_markdown(chunk["text"])
     if not markdown:
         # pymupdf4llm 2.0 returns nothing for some rotated pages (/Rotate 90, 180, 270 in

@@ -77,7 +77,7 @@ ENGINES: dict[str, EngineSpec] = {
     for spec in (
         EngineSpec(
             name="local",
-            version="local-14",
+            version="local-15",
             import_path="model.engines.local:LocalEngine",
             config_path="model.engines.local_config:LocalConfig",
         ),

@@ -80,17 +80,21 @@ def _split(items: list[T], box: Callable[[T], Box], *, axis: int) -> list[list[T
     return [[items[index] for index in sorted(part)] for part in parts]
 
 
-def reorder_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
+def reorder_chunk(chunk: dict[str, Any], together: Sequence[Sequence[Box]] = ()) -> dict[str, Any]:
     """A pymupdf4llm page chunk with its boxes, and their Markdown, in reading order.
 
     Each box carries the span of the chunk's text it wrote (``pos``); the text is put back
     together from those spans in the new order. A chunk whose spans do not tile its text
-    (text outside every box) is returned as it is, since moving its boxes would lose that."""
+    (text outside every box) is returned as it is, since moving its boxes would lose that.
+    Each run of boxes in ``together`` (by their boxes, within ``SAME_BOX`` points: the
+    halves of a box cut in two, ``model.layout.side_panels``) is read as one block, its
+    boxes one after the other in that order, where the chunk holds them all."""
     text = chunk.get("text") or ""
     boxes = chunk.get("page_boxes") or []
     if len(boxes) < 2 or not boxes_tile(text, boxes):
         return chunk
-    ordered = reading_order(boxes, _bbox)
+    units = _units(boxes, together)
+    ordered = [box for unit in reading_order(units, _units_bbox) for box in unit]
     if ordered == boxes:
         return chunk
     pieces, moved, offset = [], [], 0
@@ -100,6 +104,52 @@ def reorder_chunk(chunk: dict[str, Any]) -> dict[str, Any]:
         moved.append({**box, "pos": (offset, offset + end - start)})
         offset += end - start
     return {**chunk, "text": "".join(pieces), "page_boxes": moved}
+
+
+# pymupdf4llm writes a box's bbox from the layout model's, rounded: this far apart is the same.
+SAME_BOX = 2.0
+
+
+def _units(
+    boxes: list[dict[str, Any]], together: Sequence[Sequence[Box]]
+) -> list[list[dict[str, Any]]]:
+    """The boxes as the blocks to order: each run of ``together`` found among them one block,
+    every other box a block of its own, in the boxes' order (a run where its first is)."""
+    run_of: dict[int, list[int]] = {}
+    for run in together:
+        found = [_find(boxes, wanted) for wanted in run]
+        if all(index is not None for index in found) and len(set(found)) == len(found):
+            indices = [index for index in found if index is not None]
+            if not any(index in run_of for index in indices):
+                for index in indices:
+                    run_of[index] = indices
+    units = []
+    for index, box in enumerate(boxes):
+        members = run_of.get(index)
+        if members is None:
+            units.append([box])
+        elif index == min(members):
+            units.append([boxes[i] for i in members])
+    return units
+
+
+def _find(boxes: list[dict[str, Any]], wanted: Box) -> int | None:
+    for index, box in enumerate(boxes):
+        if "bbox" in box and all(
+            abs(a - b) <= SAME_BOX for a, b in zip(_bbox(box), wanted, strict=True)
+        ):
+            return index
+    return None
+
+
+def _units_bbox(unit: list[dict[str, Any]]) -> Box:
+    corners = [_bbox(box) for box in unit]
+    return (
+        min(c[0] for c in corners),
+        min(c[1] for c in corners),
+        max(c[2] for c in corners),
+        max(c[3] for c in corners),
+    )
 
 
 def _bbox(box: dict[str, Any]) -> Box:
