@@ -13,7 +13,7 @@ from model import layout_model
 from model.engines.base import EngineOptions, PageInput
 from model.engines.local import LocalEngine
 from model.layout.reading_order import reorder_chunk
-from model.layout.side_panels import split_panels
+from model.layout.side_panels import _panels, split_panels
 
 PDF = "application/pdf"
 SOURCE = ["\\alpha + \\beta \\qquad", "\\gamma \\neq \\delta", "\\quad \\text{end}"]
@@ -158,3 +158,11 @@ def test_no_gutter_no_drawings_asked_for():
 
     lines = [[72, 100, 500, 110], [72, 114, 480, 124], [90, 128, 300, 138]]
     assert split_panels([group(lines), {"class_name": "table"}], drawings)[0] == group(lines)
+
+
+def test_strokes_that_touch_only_through_a_third_make_one_panel():
+    # The box at the right touches neither the left rule nor the top one (which ends above
+    # it), but it touches the two together: drawn in this order they still make one frame.
+    rules = [(500, 151, 511, 177), (290, 140, 290, 177), (290, 145, 511, 145)]
+    strokes = [{"rect": rect, "fill": None, "color": (0, 0, 0)} for rect in rules]
+    assert _panels(strokes) == [(290, 140, 511, 177)]

@@ -11,11 +11,12 @@ its own typeset formula, inside broken code spans.
 engine's reading order (``model.layout.reading_order``) then reads one panel after the other,
 the pair as one block among the page's others (three examples down a page are read source,
 result, source, result: not as two columns).
+
 A box is cut only where all of these hold:
 
 - its lines (those of one band of it, where gaps a line high run across it) fall into a
-  left and a right group with a gutter between them that no line
-  crosses, at least ``MIN_GUTTER_LINES`` line heights wide;
+  left and a right group with a gutter between them that no line crosses, at least
+  ``MIN_GUTTER_LINES`` line heights wide;
 - the page draws a panel around a side: a filled shape, or a cluster of touching strokes (a
   frame of four rules), holding every line of that side and no line of the other;
 - both sides are panelled, or else the two sides' lines do not stand on common baselines. A
@@ -222,13 +223,11 @@ def _panels(drawings: list[dict[str, Any]]) -> list[Rect]:
     clusters: list[Rect] = []
     for stroke in strokes:
         merged = stroke
-        rest = []
-        for cluster in clusters:
-            if _touch(cluster, merged):
-                merged = _union([cluster, merged])
-            else:
-                rest.append(cluster)
-        clusters = [*rest, merged]
+        # A cluster that grows may come to touch clusters it did not: merge until none does.
+        while touching := [cluster for cluster in clusters if _touch(cluster, merged)]:
+            clusters = [cluster for cluster in clusters if cluster not in touching]
+            merged = _union([merged, *touching])
+        clusters.append(merged)
     # A single rule is not a panel: only clusters with breadth both ways enclose anything.
     panels += [c for c in clusters if c[2] - c[0] > STROKE_SLACK and c[3] - c[1] > STROKE_SLACK]
     return panels
