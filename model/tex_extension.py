@@ -8,6 +8,7 @@ writes U+FFFD for them, and the repairs drop it: they are not in the Markdown.""
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Whole delimiters, one glyph each, by size. Code 0x20, \Bigg(, is left out: it reads as a
@@ -43,6 +44,7 @@ DELIMITER_LATEX.update({"|": "|", "‖": r"\|"})
 SIZED_DELIMITER = re.compile(r"\\(?:big[lr]|left|right)(?:\\[{}|]|[()\[\]|])")
 
 
+@functools.lru_cache(maxsize=256)  # asked for every glyph; a page has a handful of fonts
 def is_extension_font(name: str) -> bool:
     return bool(_FONT.search(name.split("+", 1)[-1]))
 
