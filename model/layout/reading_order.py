@@ -38,10 +38,10 @@ def reading_order(items: Sequence[T], box: Callable[[T], Box]) -> list[T]:
 def _order(items: list[T], box: Callable[[T], Box]) -> list[T]:
     if len(items) < 2:
         return items
-    columns = _split(items, box, axis=0)
+    columns = split_at_gaps(items, box, axis=0)
     if len(columns) > 1:
         return [item for column in columns for item in _order(column, box)]
-    bands = _split(items, box, axis=1)
+    bands = split_at_gaps(items, box, axis=1)
     if len(bands) == 1:
         return items
     # Columns begin at a band that has columns of its own; a band of one column (a column's
@@ -51,19 +51,21 @@ def _order(items: list[T], box: Callable[[T], Box]) -> list[T]:
     groups: list[list[T]] = []
     columned = False
     for band in bands:
-        if groups and columned and len(_split(groups[-1] + band, box, axis=0)) > 1:
+        if groups and columned and len(split_at_gaps(groups[-1] + band, box, axis=0)) > 1:
             groups[-1] = groups[-1] + band
             continue
         groups.append(band)
-        columned = len(_split(band, box, axis=0)) > 1
+        columned = len(split_at_gaps(band, box, axis=0)) > 1
     if len(groups) == 1:
         # Every band shares the gutter, so the whole has it too; cannot happen, but never loop.
         return items
     return [item for group in groups for item in _order(group, box)]
 
 
-def _split(items: list[T], box: Callable[[T], Box], *, axis: int) -> list[list[T]]:
-    """``items`` cut at every gap of at least ``MIN_GUTTER`` along ``axis`` (0: across the
+def split_at_gaps(
+    items: list[T], box: Callable[[T], Box], *, axis: int, min_gap: float = MIN_GUTTER
+) -> list[list[T]]:
+    """``items`` cut at every gap of at least ``min_gap`` along ``axis`` (0: across the
     page, giving columns; 1: down it, giving bands), each part in the given order."""
     spans = sorted(
         ((box(item)[axis], box(item)[axis + 2], index) for index, item in enumerate(items)),
@@ -72,7 +74,7 @@ def _split(items: list[T], box: Callable[[T], Box], *, axis: int) -> list[list[T
     parts: list[list[int]] = []
     reach = float("-inf")
     for start, end, index in spans:
-        if not parts or start - reach >= MIN_GUTTER:
+        if not parts or start - reach >= min_gap:
             parts.append([index])
         else:
             parts[-1].append(index)
@@ -143,12 +145,16 @@ def _find(boxes: list[dict[str, Any]], wanted: Box) -> int | None:
 
 
 def _units_bbox(unit: list[dict[str, Any]]) -> Box:
-    corners = [_bbox(box) for box in unit]
+    return enclosing([_bbox(box) for box in unit])
+
+
+def enclosing(boxes: Sequence[Box]) -> Box:
+    """The smallest box holding all of ``boxes``."""
     return (
-        min(c[0] for c in corners),
-        min(c[1] for c in corners),
-        max(c[2] for c in corners),
-        max(c[3] for c in corners),
+        min(b[0] for b in boxes),
+        min(b[1] for b in boxes),
+        max(b[2] for b in boxes),
+        max(b[3] for b in boxes),
     )
 
 

@@ -26,11 +26,14 @@ A box is cut only where all of these hold:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pymupdf
+
+from model.layout.reading_order import enclosing, split_at_gaps
 
 Rect = tuple[float, float, float, float]
 
@@ -82,13 +85,7 @@ def split_panels(
     two panels becomes two groups; where none does, the group stays whole. ``drawings``
     gives the page's vector drawings (``Page.get_cdrawings``), asked for only where a band
     has a gutter. Groups of another shape are left as they are."""
-    page_drawings: list[list[dict[str, Any]]] = []
-
-    def drawn() -> list[dict[str, Any]]:
-        if not page_drawings:
-            page_drawings.append(drawings())
-        return page_drawings[0]
-
+    drawn = functools.cache(drawings)  # read once a page, and only if a band asks
     result: list[Any] = []
     for group in groups:
         parts = _cut(group, drawn, cut) if _is_text_group(group) else None
@@ -108,9 +105,9 @@ def _cut(
     pairs: list[tuple[Rect, Rect]] = []
     for band in _bands(members):
         sides = _sides(band)
-        if sides is not None and _panelled(_union(band), sides, drawings()):
+        if sides is not None and _panelled(enclosing(band), sides, drawings()):
             parts += [_subgroup(group, members, side) for side in sides]
-            pairs.append((_union(sides[0]), _union(sides[1])))
+            pairs.append((enclosing(sides[0]), enclosing(sides[1])))
         else:
             parts.append(_subgroup(group, members, band))
     if not pairs:
@@ -134,23 +131,14 @@ def _subgroup(group: dict[str, Any], members: list[Rect], these: list[Rect]) -> 
         **group,
         "indicies": [group["indicies"][i] for i in keep],
         "bboxes": [group["bboxes"][i] for i in keep],
-        "group_bbox": list(_union(these)),
+        "group_bbox": list(enclosing(these)),
     }
 
 
 def _bands(lines: list[Rect]) -> list[list[Rect]]:
     """The lines cut where a gap at least a line's height high (the median line's) runs
     across them all, top to bottom."""
-    ordered = sorted(lines, key=lambda line: (line[1], line[3]))
-    height = _median_height(lines)
-    bands: list[list[Rect]] = []
-    reach = float("-inf")
-    for line in ordered:
-        if not bands or line[1] - reach >= height:
-            bands.append([])
-        bands[-1].append(line)
-        reach = max(reach, line[3])
-    return bands
+    return split_at_gaps(lines, lambda line: line, axis=1, min_gap=_median_height(lines))
 
 
 def _median_height(lines: list[Rect]) -> float:
@@ -226,7 +214,7 @@ def _panels(drawings: list[dict[str, Any]]) -> list[Rect]:
         # A cluster that grows may come to touch clusters it did not: merge until none does.
         while touching := [cluster for cluster in clusters if _touch(cluster, merged)]:
             clusters = [cluster for cluster in clusters if cluster not in touching]
-            merged = _union([merged, *touching])
+            merged = enclosing([merged, *touching])
         clusters.append(merged)
     # A single rule is not a panel: only clusters with breadth both ways enclose anything.
     panels += [c for c in clusters if c[2] - c[0] > STROKE_SLACK and c[3] - c[1] > STROKE_SLACK]
@@ -266,12 +254,3 @@ def _share_baselines(left: list[Rect], right: list[Rect]) -> bool:
 def _rect(box: Any) -> Rect:
     x0, y0, x1, y1 = (float(v) for v in box[:4])
     return x0, y0, x1, y1
-
-
-def _union(rects: list[Rect]) -> Rect:
-    return (
-        min(r[0] for r in rects),
-        min(r[1] for r in rects),
-        max(r[2] for r in rects),
-        max(r[3] for r in rects),
-    )
